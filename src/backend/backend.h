@@ -1,0 +1,140 @@
+// The one op interface every backend implements. Each op family takes a Params struct of
+// tensor views (no long positional argument lists). The CPU backend is the reference; the CUDA
+// backend must match it within the tolerances its parity tests state.
+//
+// Conventions: all views given to a backend live in that backend's memory (device()); optional
+// inputs are empty views; linear-layer weights use Hugging Face's [out_features, in_features]
+// layout; the paged KV cache of one layer is [num_blocks, num_kv_heads, block_size, head_dim].
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace brisk {
+
+struct EmbeddingParams {
+  TensorView table;  // [num_rows, dim]: embedding table (or any row-major matrix to gather from)
+  TensorView ids;    // [num_tokens] i32
+  TensorView out;    // [num_tokens, dim]
+};
+
+// out = rms_norm(x) * weight. With a residual: residual += x first, then out = rms_norm(residual)
+// * weight (the pre-norm transformer's "add & norm").
+struct RmsNormParams {
+  TensorView x;         // [num_rows, dim]
+  TensorView residual;  // optional [num_rows, dim], updated in place
+  TensorView weight;    // [dim]
+  TensorView out;       // [num_rows, dim]; may alias x
+  float eps = 1e-6f;
+};
+
+// Rotates the query and key heads of a fused qkv activation in place (Hugging Face's
+// rotate-half convention), after an optional per-head RMSNorm of q and k (Qwen3), and writes
+// each token's key and value heads into the paged cache at its slot.
+struct RopeKvAppendParams {
+  TensorView qkv;           // [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim]: q | k | v
+  TensorView positions;     // [num_tokens] i32
+  TensorView cos_sin;       // [max_positions, head_dim] f32: cos in [:head_dim/2], sin after
+  TensorView q_norm;        // optional [head_dim]
+  TensorView k_norm;        // optional [head_dim]
+  float norm_eps = 1e-6f;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  TensorView slot_mapping;  // [num_tokens] i32: block * block_size + offset; < 0 skips the write
+  TensorView k_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView v_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
+};
+
+// y = x * w^T (+ bias). Accumulates in fp32 at least.
+struct GemmParams {
+  TensorView x;     // [M, K]
+  TensorView w;     // [N, K]
+  TensorView bias;  // optional [N]
+  TensorView y;     // [M, N]
+};
+
+// Causal attention of each sequence's new tokens over its paged KV (earlier context plus the
+// new tokens, already appended). Sequence s owns query rows [query_start[s], query_start[s+1]);
+// its new tokens are the last (query_start[s+1] - query_start[s]) of its context_lens[s] tokens.
+struct AttentionParams {
+  TensorView q;             // [num_tokens, num_heads * head_dim] (rows may be strided)
+  TensorView k_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView v_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView block_tables;  // [num_seqs, max_blocks_per_seq] i32
+  TensorView query_start;   // [num_seqs + 1] i32
+  TensorView context_lens;  // [num_seqs] i32
+  TensorView out;           // [num_tokens, num_heads * head_dim]
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  float scale = 1.0f;
+  int sliding_window = 0;   // > 0: a query at position p sees keys in (p - sliding_window, p]
+  int max_query_len = 0;    // host-side hints for kernel selection
+  int max_context_len = 0;
+};
+
+// out = silu(gate) * up, where x = [gate | up] along the last dimension.
+struct SiluMulParams {
+  TensorView x;    // [num_tokens, 2 * dim]
+  TensorView out;  // [num_tokens, dim]
+};
+
+// Per-sequence sampling settings, laid out for one host-to-device copy per step.
+struct SamplingRow {
+  float temperature = 0.0f;         // 0: greedy
+  int32_t top_k = 0;                // 0 or < 0: disabled
+  float top_p = 1.0f;               // (0, 1]
+  float min_p = 0.0f;               // [0, 1]
+  float repetition_penalty = 1.0f;  // > 0; 1 disables (applies to prompt and output tokens)
+  float frequency_penalty = 0.0f;   // applies to output tokens, scaled by count
+  float presence_penalty = 0.0f;    // applies to output tokens, once
+  uint64_t seed = 0;                // with step, determines the random draw
+  uint64_t step = 0;                // index of the token being sampled within the request
+};
+
+struct SampleParams {
+  TensorView logits;          // [num_seqs, vocab] f32, modified in place
+  const SamplingRow* rows = nullptr;  // [num_seqs], in the backend's memory
+  TensorView prompt_start;    // optional [num_seqs + 1] i32: ragged prompt tokens
+  TensorView prompt_tokens;   // optional [total] i32
+  TensorView output_start;    // optional [num_seqs + 1] i32: ragged generated tokens so far
+  TensorView output_tokens;   // optional [total] i32
+  TensorView out_tokens;      // [num_seqs] i32
+  TensorView out_logprobs;    // optional [num_seqs] f32: log-softmax of the raw logits at the token
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Device device() const = 0;
+  virtual Allocator& allocator() = 0;
+  // True when host memory views can be used by ops directly (weights need no upload).
+  virtual bool shares_host_memory() const = 0;
+  // The dtype activations and the KV cache use for a model stored in weight_dtype.
+  virtual DType activation_dtype(DType weight_dtype) const = 0;
+
+  // Copies between views of equal dtype and shape (contiguous), across host and device.
+  virtual void copy(TensorView dst, TensorView src) = 0;
+  // Converts src into dst's dtype (same shape, contiguous, both in this backend's memory).
+  virtual void convert(TensorView dst, TensorView src) = 0;
+  virtual void synchronize() = 0;
+
+  virtual void embedding(const EmbeddingParams& p) = 0;
+  virtual void rms_norm(const RmsNormParams& p) = 0;
+  virtual void rope_kv_append(const RopeKvAppendParams& p) = 0;
+  virtual void gemm(const GemmParams& p) = 0;
+  virtual void attention(const AttentionParams& p) = 0;
+  virtual void silu_mul(const SiluMulParams& p) = 0;
+  virtual void sample(const SampleParams& p) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+// "cpu", or "cuda" when brisk was built with CUDA; anything else is a clear error.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+}  // namespace brisk

@@ -1,0 +1,51 @@
+#include "test_util.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace brisk::testing {
+
+std::filesystem::path test_data_dir() { return BRISK_TEST_DATA_DIR; }
+std::filesystem::path shared_testdata_dir() { return BRISK_SHARED_TESTDATA; }
+
+namespace {
+struct TempDirs {
+  std::vector<std::filesystem::path> paths;
+  ~TempDirs() {
+    std::error_code ec;
+    for (auto& p : paths) std::filesystem::remove_all(p, ec);
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+}  // namespace
+
+std::filesystem::path make_temp_dir(const std::string& prefix) {
+  std::random_device rd;
+  auto path = std::filesystem::temp_directory_path() /
+              (prefix + "-" + std::to_string(rd()) + std::to_string(rd()));
+  std::filesystem::create_directories(path);
+  temp_dirs().paths.push_back(path);
+  return path;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+}  // namespace brisk::testing
