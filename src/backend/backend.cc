@@ -8,6 +8,13 @@ namespace brisk {
 std::unique_ptr<Backend> make_cuda_backend();
 #endif
 
+TensorView to_backend(Backend& backend, TensorView host, std::vector<Tensor>& keep) {
+  if (backend.shares_host_memory()) return host;
+  keep.emplace_back(backend.allocator(), host.dtype(), host.shape());
+  backend.copy(keep.back(), host);
+  return keep.back().view();
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "cpu") return make_cpu_backend();
 #ifdef BRISK_WITH_CUDA

@@ -1,0 +1,19 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include "backend/cpu/cpu_ops.h"
+
+namespace brisk {
+
+void CpuBackend::copy(TensorView dst, TensorView src) { cpu::copy(dst, src); }
+void CpuBackend::convert(TensorView dst, TensorView src) { cpu::convert(dst, src); }
+void CpuBackend::embedding(const EmbeddingParams& p) { cpu::embedding(p); }
+void CpuBackend::rms_norm(const RmsNormParams& p) { cpu::rms_norm(p); }
+void CpuBackend::rope_kv_append(const RopeKvAppendParams& p) { cpu::rope_kv_append(p); }
+void CpuBackend::gemm(const GemmParams& p) { cpu::gemm(p); }
+void CpuBackend::attention(const AttentionParams& p) { cpu::attention(p); }
+void CpuBackend::silu_mul(const SiluMulParams& p) { cpu::silu_mul(p); }
+void CpuBackend::sample(const SampleParams& p) { cpu::sample(p); }
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace brisk

@@ -1,0 +1,25 @@
+// The CPU reference ops, one function per op family (each in its own .cc). CpuBackend forwards
+// to them; they validate their params and throw brisk::Error naming the op and the parameter.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace brisk::cpu {
+
+void copy(TensorView dst, TensorView src);
+void convert(TensorView dst, TensorView src);
+void embedding(const EmbeddingParams& p);
+void rms_norm(const RmsNormParams& p);
+void rope_kv_append(const RopeKvAppendParams& p);
+void gemm(const GemmParams& p);
+void attention(const AttentionParams& p);
+void silu_mul(const SiluMulParams& p);
+void sample(const SampleParams& p);
+
+// The uniform number in [0, 1) that sample() draws for (seed, step); the exact recipe is
+// documented at its definition (sample.cc) because the CUDA sampler must reproduce it.
+double sampling_uniform(uint64_t seed, uint64_t step);
+
+}  // namespace brisk::cpu

@@ -1,0 +1,57 @@
+// out[t] = table[ids[t]]: a row gather, converting between float dtypes when they differ.
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/float_rows.h"
+#include "backend/cpu/op_checks.h"
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace brisk::cpu {
+
+void embedding(const EmbeddingParams& p) {
+  constexpr std::string_view kOp = "embedding";
+  check_view(kOp, "table", p.table, 2, Layout::kStridedRows);
+  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
+  const int64_t num_tokens = p.out.size(0);
+  const int64_t num_rows = p.table.size(0);
+  const int64_t dim = p.table.size(1);
+  check_index_vector(kOp, "ids", p.ids, num_tokens);
+  BRISK_CHECK(p.out.size(1) == dim, "embedding: table is {} but out is {}: dim differs",
+              p.table.describe(), p.out.describe());
+  const bool same_dtype = p.table.dtype() == p.out.dtype();
+  if (same_dtype) {
+    BRISK_CHECK(dtype_bits(p.table.dtype()) >= 8, "embedding: table is {}; packed dtypes cannot be "
+                "gathered row by row", p.table.describe());
+  } else {
+    check_float(kOp, "table", p.table);
+    check_float(kOp, "out", p.out);
+  }
+  const int32_t* ids = p.ids.data_as<const int32_t>();
+  // All ids are checked before any row is written, so a bad id leaves out untouched.
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    BRISK_CHECK(ids[t] >= 0 && ids[t] < num_rows,
+                "embedding: ids[{}] = {} is out of range for a table of {} rows ({})", t, ids[t],
+                num_rows, p.table.describe());
+  }
+
+  LoadFn load = same_dtype ? nullptr : load_fn(p.table.dtype());
+  StoreFn store = same_dtype ? nullptr : store_fn(p.out.dtype());
+  const size_t row_bytes = dtype_bytes(p.table.dtype(), dim);
+  parallel_for(num_tokens, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(same_dtype ? 0 : dim);
+    for (int64_t t = begin; t < end; ++t) {
+      const char* src = element_ptr(p.table, ids[t], 0);
+      char* dst = element_ptr(p.out, t, 0);
+      if (same_dtype) {
+        std::memcpy(dst, src, row_bytes);
+      } else {
+        load(src, row.data(), dim);
+        store(row.data(), dst, dim);
+      }
+    }
+  });
+}
+
+}  // namespace brisk::cpu

@@ -1,0 +1,134 @@
+// Per token: optional per-head RMSNorm of q and k (Qwen3), rotate-half RoPE of q and k in place,
+// then k and v heads into the paged cache at the token's slot.
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/float_rows.h"
+#include "backend/cpu/op_checks.h"
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace brisk::cpu {
+namespace {
+
+constexpr std::string_view kOp = "rope_kv_append";
+
+void check_params(const RopeKvAppendParams& p) {
+  BRISK_CHECK(p.num_heads > 0 && p.num_kv_heads > 0,
+              "rope_kv_append: num_heads ({}) and num_kv_heads ({}) must be positive",
+              p.num_heads, p.num_kv_heads);
+  BRISK_CHECK(p.head_dim > 0 && p.head_dim % 2 == 0,
+              "rope_kv_append: head_dim is {} but must be positive and even", p.head_dim);
+  check_view(kOp, "qkv", p.qkv, 2, Layout::kStridedRows);
+  check_float(kOp, "qkv", p.qkv);
+  const int64_t num_tokens = p.qkv.size(0);
+  const int64_t width = int64_t{p.num_heads + 2 * p.num_kv_heads} * p.head_dim;
+  BRISK_CHECK(p.qkv.size(1) == width,
+              "rope_kv_append: qkv is {} but (num_heads {} + 2 * num_kv_heads {}) * head_dim {} "
+              "= {} columns are expected", p.qkv.describe(), p.num_heads, p.num_kv_heads,
+              p.head_dim, width);
+  check_index_vector(kOp, "positions", p.positions, num_tokens);
+  check_index_vector(kOp, "slot_mapping", p.slot_mapping, num_tokens);
+  check_view(kOp, "cos_sin", p.cos_sin, 2, Layout::kStridedRows);
+  check_dtype(kOp, "cos_sin", p.cos_sin, DType::kF32);
+  BRISK_CHECK(p.cos_sin.size(1) == p.head_dim, "rope_kv_append: cos_sin is {} but head_dim is {}",
+              p.cos_sin.describe(), p.head_dim);
+  for (auto [name, norm] : {std::pair{"q_norm", p.q_norm}, std::pair{"k_norm", p.k_norm}}) {
+    if (norm.empty()) continue;
+    check_view(kOp, name, norm, 1, Layout::kContiguous);
+    check_float(kOp, name, norm);
+    BRISK_CHECK(norm.size(0) == p.head_dim, "rope_kv_append: {} is {} but head_dim is {}", name,
+                norm.describe(), p.head_dim);
+  }
+  BRISK_CHECK(p.norm_eps >= 0.0f, "rope_kv_append: norm_eps is {} but must be >= 0", p.norm_eps);
+  for (auto [name, cache] : {std::pair{"k_cache", p.k_cache}, std::pair{"v_cache", p.v_cache}}) {
+    check_view(kOp, name, cache, 4, Layout::kContiguous);
+    check_float(kOp, name, cache);
+    BRISK_CHECK(cache.size(1) == p.num_kv_heads && cache.size(3) == p.head_dim,
+                "rope_kv_append: {} is {} but must be [num_blocks, num_kv_heads {}, block_size, "
+                "head_dim {}]", name, cache.describe(), p.num_kv_heads, p.head_dim);
+  }
+  check_same_shape(kOp, "k_cache", p.k_cache, "v_cache", p.v_cache);
+
+  const int64_t num_positions = p.cos_sin.size(0);
+  const int64_t num_slots = p.k_cache.size(0) * p.k_cache.size(2);
+  const int32_t* positions = p.positions.data_as<const int32_t>();
+  const int32_t* slots = p.slot_mapping.data_as<const int32_t>();
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    BRISK_CHECK(positions[t] >= 0 && positions[t] < num_positions,
+                "rope_kv_append: positions[{}] = {} is outside the {} rows of cos_sin", t,
+                positions[t], num_positions);
+    BRISK_CHECK(slots[t] < num_slots,
+                "rope_kv_append: slot_mapping[{}] = {} but the cache {} has only {} slots", t,
+                slots[t], p.k_cache.describe(), num_slots);
+  }
+}
+
+// Hugging Face's rotate-half convention: dimension i pairs with i + head_dim / 2.
+void rotate_half(float* head, const float* cos, const float* sin, int64_t half) {
+  for (int64_t i = 0; i < half; ++i) {
+    float x1 = head[i];
+    float x2 = head[i + half];
+    head[i] = x1 * cos[i] - x2 * sin[i];
+    head[i + half] = x2 * cos[i] + x1 * sin[i];
+  }
+}
+
+// The norm weight as fp32, or an empty vector when the model has none.
+std::vector<float> load_norm(const TensorView& norm) {
+  std::vector<float> weight(norm.empty() ? 0 : norm.size(0));
+  if (!norm.empty()) load_fn(norm.dtype())(norm.data(), weight.data(), weight.size());
+  return weight;
+}
+
+}  // namespace
+
+void rope_kv_append(const RopeKvAppendParams& p) {
+  check_params(p);
+  const int64_t num_tokens = p.qkv.size(0);
+  const int64_t head_dim = p.head_dim;
+  const int64_t half = head_dim / 2;
+  const int64_t num_rotated = int64_t{p.num_heads + p.num_kv_heads};  // q heads, then k heads
+  const int64_t width = p.qkv.size(1);
+  const int64_t block_size = p.k_cache.size(2);
+  const std::vector<float> q_norm = load_norm(p.q_norm);
+  const std::vector<float> k_norm = load_norm(p.k_norm);
+  const int32_t* positions = p.positions.data_as<const int32_t>();
+  const int32_t* slots = p.slot_mapping.data_as<const int32_t>();
+  LoadFn load_qkv = load_fn(p.qkv.dtype());
+  StoreFn store_qkv = store_fn(p.qkv.dtype());
+  StoreFn store_k = store_fn(p.k_cache.dtype());
+  StoreFn store_v = store_fn(p.v_cache.dtype());
+
+  parallel_for(num_tokens, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(width);  // [(num_heads + 2 * num_kv_heads) * head_dim]
+    for (int64_t t = begin; t < end; ++t) {
+      char* qkv_row = element_ptr(p.qkv, t, 0);
+      load_qkv(qkv_row, row.data(), width);
+      const float* cos = p.cos_sin.data_as<const float>() + positions[t] * p.cos_sin.stride(0);
+      const float* sin = cos + half;
+      for (int64_t h = 0; h < num_rotated; ++h) {
+        float* head = row.data() + h * head_dim;
+        const std::vector<float>& norm = h < p.num_heads ? q_norm : k_norm;
+        if (!norm.empty()) rms_norm_row(head, norm.data(), head_dim, p.norm_eps, head);
+        rotate_half(head, cos, sin, half);
+      }
+      store_qkv(row.data(), qkv_row, num_rotated * head_dim);  // v is not modified
+      if (slots[t] < 0) continue;  // e.g. padding, or a token whose KV is already cached
+      const int64_t block = slots[t] / block_size;
+      const int64_t offset = slots[t] % block_size;
+      for (int64_t g = 0; g < p.num_kv_heads; ++g) {
+        // The cache gets the fp32 values, rounded once to its own dtype.
+        const int64_t cache_index = ((block * p.num_kv_heads + g) * block_size + offset) * head_dim;
+        const float* k = row.data() + (p.num_heads + g) * head_dim;
+        const float* v = k + int64_t{p.num_kv_heads} * head_dim;
+        store_k(k, static_cast<char*>(p.k_cache.data()) +
+                       dtype_bytes(p.k_cache.dtype(), cache_index), head_dim);
+        store_v(v, static_cast<char*>(p.v_cache.data()) +
+                       dtype_bytes(p.v_cache.dtype(), cache_index), head_dim);
+      }
+    }
+  });
+}
+
+}  // namespace brisk::cpu

@@ -1,0 +1,15 @@
+// Subcommands of the `brisk` binary. Each registers its options on the app and returns the
+// function that runs it after parsing.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace brisk::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_generate_command(CLI::App& app);
+
+}  // namespace brisk::cli

@@ -1,0 +1,14 @@
+// Element-wise dtype conversion of contiguous host views (f32, f16, bf16).
+#pragma once
+
+#include "core/tensor.h"
+
+namespace brisk {
+
+// dst and src must have the same element count; both contiguous host views.
+void convert_on_host(TensorView dst, TensorView src);
+// Writes one float into element i of a floating host view.
+void store_float(TensorView dst, int64_t i, float value);
+float load_float(TensorView src, int64_t i);
+
+}  // namespace brisk

@@ -1,0 +1,128 @@
+#include "model/llama_model.h"
+
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "model/rope_table.h"
+
+namespace brisk {
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& model_dir, Backend& backend,
+                                             const ModelLoadOptions& options) {
+  if (!std::filesystem::is_directory(model_dir))
+    throw_error(ErrorCode::kNotFound, "model folder '{}' does not exist", model_dir.string());
+  ModelConfig config = ModelConfig::from_file(model_dir / "config.json");
+  GenerationConfig generation = GenerationConfig::from_file_or_default(model_dir / "generation_config.json");
+  ModelWeights weights = options.dummy_weights ? make_dummy_weights(config, backend, options.dummy_seed)
+                                               : load_weights(config, model_dir, backend);
+  int64_t max_len = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
+  BRISK_CHECK(max_len > 0, "max_model_len must be positive (config.json max_position_embeddings is {})",
+              config.max_position_embeddings);
+  spdlog::info("loaded {} ({} layers, hidden {}, {} heads / {} KV heads, head_dim {}) from {}",
+               architecture_name(config.architecture), config.num_layers, config.hidden_size,
+               config.num_heads, config.num_kv_heads, config.head_dim, model_dir.string());
+  return std::make_unique<LlamaModel>(std::move(config), std::move(generation), std::move(weights), backend,
+                                      max_len);
+}
+
+LlamaModel::LlamaModel(ModelConfig config, GenerationConfig generation_config, ModelWeights weights,
+                       Backend& backend, int64_t max_model_len)
+    : config_(std::move(config)),
+      generation_config_(std::move(generation_config)),
+      weights_(std::move(weights)),
+      backend_(backend),
+      max_model_len_(max_model_len),
+      activation_dtype_(backend.activation_dtype(config_.dtype)) {
+  Tensor host_table = make_rope_table(config_, max_model_len_);
+  rope_table_ = empty(DType::kF32, host_table.shape());
+  backend_.copy(rope_table_, host_table);
+}
+
+void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorView logits) {
+  const int64_t num_tokens = batch.num_tokens();
+  const int64_t hidden = config_.hidden_size;
+  const int64_t num_logits = batch.logits_indices.size(0);
+  BRISK_CHECK(logits.shape() == Shape({num_logits, config_.vocab_size}) && logits.dtype() == DType::kF32,
+              "forward: logits must be f32[{}, {}], got {}", num_logits, config_.vocab_size, logits.describe());
+  BRISK_CHECK(batch.max_context_len <= max_model_len_, "forward: context of {} tokens exceeds max_model_len {}",
+              batch.max_context_len, max_model_len_);
+
+  Tensor residual = empty(activation_dtype_, {num_tokens, hidden});
+  Tensor normed = empty(activation_dtype_, {num_tokens, hidden});
+  Tensor block_out = empty(activation_dtype_, {num_tokens, hidden});
+  backend_.embedding({weights_.embed, batch.token_ids, residual});
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    const LayerWeights& w = weights_.layers[layer];
+    const float eps = static_cast<float>(config_.rms_norm_eps);
+    if (layer == 0) {
+      backend_.rms_norm({residual, {}, w.input_norm, normed, eps});
+    } else {  // residual += previous MLP output, then norm
+      backend_.rms_norm({block_out, residual, w.input_norm, normed, eps});
+    }
+    attention_block(batch, kv_cache, layer, normed, block_out);
+    backend_.rms_norm({block_out, residual, w.post_norm, normed, eps});
+    mlp_block(layer, normed, block_out);
+  }
+  backend_.rms_norm({block_out, residual, weights_.final_norm, normed, static_cast<float>(config_.rms_norm_eps)});
+  Tensor last = empty(activation_dtype_, {num_logits, hidden});
+  backend_.embedding({normed, batch.logits_indices, last});
+  backend_.gemm({last, weights_.lm_head, {}, logits});
+}
+
+void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,
+                                 TensorView out) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t num_tokens = batch.num_tokens();
+  const int nh = static_cast<int>(config_.num_heads), nkv = static_cast<int>(config_.num_kv_heads);
+  const int hd = static_cast<int>(config_.head_dim);
+  Tensor qkv = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh + 2 * nkv) * hd});
+  backend_.gemm({normed, w.qkv, w.qkv_bias, qkv});
+
+  RopeKvAppendParams rope;
+  rope.qkv = qkv;
+  rope.positions = batch.positions;
+  rope.cos_sin = rope_table_;
+  rope.q_norm = w.q_norm;
+  rope.k_norm = w.k_norm;
+  rope.norm_eps = static_cast<float>(config_.rms_norm_eps);
+  rope.num_heads = nh;
+  rope.num_kv_heads = nkv;
+  rope.head_dim = hd;
+  rope.slot_mapping = batch.slot_mapping;
+  rope.k_cache = kv_cache.k(layer);
+  rope.v_cache = kv_cache.v(layer);
+  backend_.rope_kv_append(rope);
+
+  Tensor attn = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh) * hd});
+  AttentionParams a;
+  a.q = qkv.view().slice(1, 0, static_cast<int64_t>(nh) * hd);
+  a.k_cache = kv_cache.k(layer);
+  a.v_cache = kv_cache.v(layer);
+  a.block_tables = batch.block_tables;
+  a.query_start = batch.query_start;
+  a.context_lens = batch.context_lens;
+  a.out = attn;
+  a.num_heads = nh;
+  a.num_kv_heads = nkv;
+  a.head_dim = hd;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.sliding_window = static_cast<int>(config_.sliding_window);
+  a.max_query_len = batch.max_query_len;
+  a.max_context_len = batch.max_context_len;
+  backend_.attention(a);
+  backend_.gemm({attn, w.o_proj, {}, out});
+}
+
+void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t num_tokens = normed.size(0);
+  Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * config_.intermediate_size});
+  backend_.gemm({normed, w.gate_up, {}, gate_up});
+  Tensor act = empty(activation_dtype_, {num_tokens, config_.intermediate_size});
+  backend_.silu_mul({gate_up, act});
+  backend_.gemm({act, w.down, {}, out});
+}
+
+}  // namespace brisk

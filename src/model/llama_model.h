@@ -1,0 +1,57 @@
+// The Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, InternLM2): composes backend ops
+// only. Pre-norm blocks: x -> RMSNorm -> fused qkv (+bias) -> [q/k norm] RoPE + KV append ->
+// paged causal attention -> o_proj -> add & RMSNorm -> gate_up -> SiLU-gate -> down -> add.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "backend/backend.h"
+#include "model/forward_batch.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+
+namespace brisk {
+
+struct ModelLoadOptions {
+  bool dummy_weights = false;  // random weights from config.json alone
+  uint64_t dummy_seed = 0;
+  int64_t max_model_len = 0;   // 0: max_position_embeddings
+};
+
+class LlamaModel {
+ public:
+  // Reads config.json, generation_config.json and the weights of a Hugging Face folder.
+  static std::unique_ptr<LlamaModel> load(const std::filesystem::path& model_dir, Backend& backend,
+                                          const ModelLoadOptions& options = {});
+  LlamaModel(ModelConfig config, GenerationConfig generation_config, ModelWeights weights,
+             Backend& backend, int64_t max_model_len);
+
+  const ModelConfig& config() const { return config_; }
+  const GenerationConfig& generation_config() const { return generation_config_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  Backend& backend() const { return backend_; }
+  // dtype of activations and of the KV cache on this backend.
+  DType activation_dtype() const { return activation_dtype_; }
+
+  // Runs one step: appends the batch's K/V to the cache and writes the logits of the tokens
+  // named by batch.logits_indices into `logits` ([num_logits, vocab] f32).
+  void forward(const ForwardBatch& batch, KvCache& kv_cache, TensorView logits);
+
+ private:
+  void attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,
+                       TensorView out);
+  void mlp_block(int64_t layer, TensorView normed, TensorView out);
+  Tensor empty(DType dtype, Shape shape) { return Tensor(backend_.allocator(), dtype, shape); }
+
+  ModelConfig config_;
+  GenerationConfig generation_config_;
+  ModelWeights weights_;
+  Backend& backend_;
+  int64_t max_model_len_;
+  DType activation_dtype_;
+  Tensor rope_table_;  // [max_model_len, head_dim] f32, in the backend's memory
+};
+
+}  // namespace brisk

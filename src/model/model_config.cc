@@ -1,0 +1,415 @@
+#include "model/model_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "core/error.h"
+
+namespace brisk {
+namespace {
+
+using nlohmann::json;
+
+// Sizes above this are surely a typo, and bounding them keeps products of two sizes (say
+// vocab_size * hidden_size) far from int64 overflow.
+constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
+
+// A short description of a JSON value for error messages; nested containers are summarised
+// because dump() recurses.
+std::string describe(const json& value) {
+  if (value.is_structured()) {
+    bool flat = value.size() <= 8 &&
+                std::none_of(value.begin(), value.end(), [](const json& item) { return item.is_structured(); });
+    if (!flat) return fmt::format("{} with {} elements", value.is_array() ? "an array" : "an object", value.size());
+  }
+  std::string text = value.dump();
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  return text;
+}
+
+std::optional<int64_t> as_int(const json& value) {
+  if (value.is_number_unsigned()) {
+    auto v = value.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(v);
+  }
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return std::nullopt;
+}
+
+// Typed access to the fields of one JSON object. `prefix` qualifies nested field names in
+// messages ("rope_scaling.factor"); absent and null fields read as "not given", which is how
+// Hugging Face treats them too.
+class Fields {
+ public:
+  Fields(const json& object, const std::string& source, std::string prefix = "")
+      : object_(object), source_(source), prefix_(std::move(prefix)) {}
+
+  const json* find(const std::string& key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+  std::string name(const std::string& key) const { return prefix_ + key; }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& expected, const json& got) const {
+    throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be {}, got {}", source_, name(key), expected,
+                describe(got));
+  }
+  const json& required(const std::string& key) const {
+    const json* value = find(key);
+    if (!value) throw_error(ErrorCode::kInvalidArgument, "{}: missing required field '{}'", source_, name(key));
+    return *value;
+  }
+
+  std::optional<int64_t> optional_int(const std::string& key, int64_t min, int64_t max,
+                                      const char* expected) const {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    auto v = as_int(*value);
+    if (!v || *v < min || *v > max) fail(key, expected, *value);
+    return v;
+  }
+  std::optional<int64_t> optional_size(const std::string& key) const {
+    return optional_int(key, 1, kMaxSize, "a positive integer");
+  }
+  int64_t size(const std::string& key) const {
+    required(key);
+    return *optional_size(key);
+  }
+  std::optional<int64_t> optional_token_id(const std::string& key) const {
+    return optional_int(key, 0, kMaxSize, "a non-negative integer token id");
+  }
+
+  std::optional<double> optional_number(const std::string& key, bool positive) const {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    const char* expected = positive ? "a positive number" : "a non-negative number";
+    if (!value->is_number()) fail(key, expected, *value);
+    double v = value->get<double>();
+    if (!std::isfinite(v) || v < 0 || (positive && v == 0)) fail(key, expected, *value);
+    return v;
+  }
+  double positive_number(const std::string& key) const {
+    required(key);
+    return *optional_number(key, /*positive=*/true);
+  }
+
+  std::optional<bool> optional_bool(const std::string& key) const {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    if (!value->is_boolean()) fail(key, "true or false", *value);
+    return value->get<bool>();
+  }
+  std::optional<std::string> optional_string(const std::string& key) const {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    if (!value->is_string()) fail(key, "a string", *value);
+    return value->get<std::string>();
+  }
+
+  // An int, a list of ints, or null (Hugging Face allows all three for eos_token_id).
+  std::vector<int64_t> token_id_list(const std::string& key) const {
+    const json* value = find(key);
+    if (!value) return {};
+    const char* expected = "a non-negative integer token id or a list of them";
+    std::vector<int64_t> ids;
+    auto add = [&](const json& item) {
+      auto id = as_int(item);
+      if (!id || *id < 0 || *id > kMaxSize) fail(key, expected, *value);
+      if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+    };
+    if (value->is_array()) {
+      for (const json& item : *value) add(item);
+    } else {
+      add(*value);
+    }
+    return ids;
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& object_;
+  const std::string& source_;
+  std::string prefix_;
+};
+
+struct ArchitectureInfo {
+  const char* hf_name;
+  const char* model_type;  // config.json's model_type, used when `architectures` is absent
+  Architecture arch;
+};
+constexpr ArchitectureInfo kArchitectures[] = {
+    {"LlamaForCausalLM", "llama", Architecture::kLlama},
+    {"MistralForCausalLM", "mistral", Architecture::kMistral},
+    {"Qwen2ForCausalLM", "qwen2", Architecture::kQwen2},
+    {"Qwen3ForCausalLM", "qwen3", Architecture::kQwen3},
+    {"InternLM2ForCausalLM", "internlm2", Architecture::kInternLM2},
+};
+
+std::string supported_architectures() {
+  std::string out;
+  for (const auto& info : kArchitectures) out += (out.empty() ? "" : ", ") + std::string(info.hf_name);
+  return out;
+}
+
+Architecture parse_architecture(const Fields& fields) {
+  std::string name;
+  if (const json* list = fields.find("architectures")) {
+    if (!list->is_array() || list->empty() || !(*list)[0].is_string())
+      fields.fail("architectures", "a non-empty list of class names", *list);
+    name = (*list)[0].get<std::string>();
+    for (const auto& info : kArchitectures)
+      if (name == info.hf_name) return info.arch;
+  } else if (auto model_type = fields.optional_string("model_type")) {
+    // Some hand-written configs carry only model_type; accept the ones we know.
+    name = "model_type " + *model_type;
+    for (const auto& info : kArchitectures)
+      if (*model_type == info.model_type) return info.arch;
+  } else {
+    throw_error(ErrorCode::kInvalidArgument, "{}: missing required field 'architectures'", fields.source());
+  }
+  throw_error(ErrorCode::kUnsupported, "{}: architecture '{}' is not supported (supported: {})", fields.source(),
+              name, supported_architectures());
+}
+
+// Reads rope_type/type, theta and scaling factors from `rope` (rope_scaling or, in
+// transformers >= 5, rope_parameters).
+RopeScaling parse_rope_scaling(const json& rope, const std::string& field, bool type_required,
+                               const std::string& source) {
+  Fields fields(rope, source, field + ".");
+  std::optional<std::string> type = fields.optional_string("rope_type");
+  if (!type) type = fields.optional_string("type");
+  if (!type) {
+    if (type_required)
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' needs a 'rope_type' (or 'type')", source, field);
+    type = "default";
+  }
+  RopeScaling scaling;
+  if (*type == "default") return scaling;
+  if (*type == "linear") {
+    scaling.type = RopeScalingType::kLinear;
+    scaling.factor = fields.positive_number("factor");
+    return scaling;
+  }
+  if (*type == "llama3") {
+    scaling.type = RopeScalingType::kLlama3;
+    scaling.factor = fields.positive_number("factor");
+    scaling.low_freq_factor = fields.positive_number("low_freq_factor");
+    scaling.high_freq_factor = fields.positive_number("high_freq_factor");
+    fields.required("original_max_position_embeddings");
+    scaling.original_max_position_embeddings = *fields.optional_size("original_max_position_embeddings");
+    return scaling;
+  }
+  throw_error(ErrorCode::kUnsupported, "{}: {} type '{}' is not supported (supported: default, linear, llama3)",
+              source, field, *type);
+}
+
+void parse_rope(const Fields& fields, ModelConfig& config) {
+  config.rope_theta = fields.optional_number("rope_theta", /*positive=*/true).value_or(10000.0);
+  // transformers >= 5 moves theta and scaling into rope_parameters; it wins when present.
+  if (const json* params = fields.find("rope_parameters")) {
+    if (!params->is_object()) fields.fail("rope_parameters", "an object", *params);
+    Fields rope(*params, fields.source(), "rope_parameters.");
+    if (auto theta = rope.optional_number("rope_theta", /*positive=*/true)) config.rope_theta = *theta;
+    config.rope_scaling = parse_rope_scaling(*params, "rope_parameters", /*type_required=*/false, fields.source());
+    return;
+  }
+  if (const json* scaling = fields.find("rope_scaling")) {
+    if (!scaling->is_object()) fields.fail("rope_scaling", "an object or null", *scaling);
+    config.rope_scaling = parse_rope_scaling(*scaling, "rope_scaling", /*type_required=*/true, fields.source());
+  }
+}
+
+// Qwen2/Qwen3 use a window only when use_sliding_window is set, and then only on layers at or
+// above max_window_layers. One window for all layers or none is what brisk runs.
+int64_t parse_qwen_sliding_window(const Fields& fields, int64_t num_layers) {
+  if (!fields.optional_bool("use_sliding_window").value_or(false)) return 0;
+  int64_t window = fields.size("sliding_window");
+  int64_t max_window_layers = fields.optional_int("max_window_layers", 0, kMaxSize, "a non-negative integer")
+                                  .value_or(28);  // transformers' default
+  if (max_window_layers >= num_layers) return 0;
+  if (max_window_layers == 0) return window;
+  throw_error(ErrorCode::kUnsupported,
+              "{}: use_sliding_window with max_window_layers {} < num_hidden_layers {} mixes sliding and full "
+              "attention layers, which is not supported",
+              fields.source(), max_window_layers, num_layers);
+}
+
+DType parse_dtype(const Fields& fields) {
+  // transformers >= 4.56 writes `dtype`; older versions `torch_dtype`.
+  const char* key = fields.has("dtype") ? "dtype" : "torch_dtype";
+  auto name = fields.optional_string(key);
+  if (!name) return DType::kBF16;
+  if (*name == "bfloat16") return DType::kBF16;
+  if (*name == "float16") return DType::kF16;
+  if (*name == "float32") return DType::kF32;
+  throw_error(ErrorCode::kUnsupported, "{}: {} '{}' is not supported (supported: bfloat16, float16, float32)",
+              fields.source(), key, *name);
+}
+
+json parse_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error(ErrorCode::kNotFound, "{}: cannot open", path.string());
+  json parsed = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) throw_error(ErrorCode::kCorruptData, "{}: not valid JSON", path.string());
+  return parsed;
+}
+
+void require_object(const json& root, const std::string& source) {
+  if (!root.is_object())
+    throw_error(ErrorCode::kInvalidArgument, "{}: expected a JSON object at the top level, got {}", source,
+                describe(root));
+}
+
+}  // namespace
+
+std::string_view architecture_name(Architecture arch) {
+  for (const auto& info : kArchitectures)
+    if (info.arch == arch) return info.hf_name;
+  return "unknown";
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& root, const std::string& source) {
+  require_object(root, source);
+  Fields fields(root, source);
+  ModelConfig config;
+  config.architecture = parse_architecture(fields);
+  config.vocab_size = fields.size("vocab_size");
+  config.hidden_size = fields.size("hidden_size");
+  config.intermediate_size = fields.size("intermediate_size");
+  config.num_layers = fields.size("num_hidden_layers");
+  config.num_heads = fields.size("num_attention_heads");
+  config.num_kv_heads = fields.optional_size("num_key_value_heads").value_or(config.num_heads);
+  if (auto head_dim = fields.optional_size("head_dim")) {
+    config.head_dim = *head_dim;
+  } else {
+    if (config.hidden_size % config.num_heads != 0)
+      throw_error(ErrorCode::kInvalidArgument,
+                  "{}: hidden_size ({}) is not divisible by num_attention_heads ({}) and head_dim is not given",
+                  source, config.hidden_size, config.num_heads);
+    config.head_dim = config.hidden_size / config.num_heads;
+  }
+  config.max_position_embeddings = fields.size("max_position_embeddings");
+  config.rms_norm_eps = fields.optional_number("rms_norm_eps", /*positive=*/true).value_or(1e-6);
+  parse_rope(fields, config);
+
+  std::string act = fields.optional_string("hidden_act").value_or("silu");
+  if (act != "silu")
+    throw_error(ErrorCode::kUnsupported, "{}: hidden_act '{}' is not supported (only silu)", source, act);
+  config.tie_word_embeddings = fields.optional_bool("tie_word_embeddings").value_or(false);
+
+  switch (config.architecture) {
+    case Architecture::kLlama:
+      config.attention_bias = fields.optional_bool("attention_bias").value_or(false);
+      break;
+    case Architecture::kMistral:
+      config.attention_bias = fields.optional_bool("attention_bias").value_or(false);
+      config.sliding_window = fields.optional_size("sliding_window").value_or(0);
+      break;
+    case Architecture::kQwen2:
+      config.attention_bias = true;  // Qwen2 always has q/k/v biases; its config has no field
+      config.sliding_window = parse_qwen_sliding_window(fields, config.num_layers);
+      break;
+    case Architecture::kQwen3:
+      config.attention_bias = fields.optional_bool("attention_bias").value_or(false);
+      config.qk_norm = true;
+      config.sliding_window = parse_qwen_sliding_window(fields, config.num_layers);
+      break;
+    case Architecture::kInternLM2:
+      // InternLM2's own configuration class defaults `bias` to true; released configs set it.
+      config.attention_bias = fields.optional_bool("bias").value_or(true);
+      break;
+  }
+
+  config.dtype = parse_dtype(fields);
+  config.eos_token_ids = fields.token_id_list("eos_token_id");
+  config.bos_token_id = fields.optional_token_id("bos_token_id");
+  // Some converted Llama configs use pad_token_id -1 for "no padding token".
+  if (const json* pad = fields.find("pad_token_id"); pad && as_int(*pad) && *as_int(*pad) < 0)
+    config.pad_token_id = std::nullopt;
+  else
+    config.pad_token_id = fields.optional_token_id("pad_token_id");
+  config.validate(source);
+  return config;
+}
+
+ModelConfig ModelConfig::from_file(const std::filesystem::path& config_json) {
+  return from_json(parse_json_file(config_json), config_json.string());
+}
+
+void ModelConfig::validate(const std::string& source) const {
+  auto check_size = [&](int64_t value, const char* field) {
+    if (value < 1 || value > kMaxSize)
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be a positive integer, got {}", source, field,
+                  value);
+  };
+  check_size(vocab_size, "vocab_size");
+  check_size(hidden_size, "hidden_size");
+  check_size(intermediate_size, "intermediate_size");
+  check_size(num_layers, "num_hidden_layers");
+  check_size(num_heads, "num_attention_heads");
+  check_size(num_kv_heads, "num_key_value_heads");
+  check_size(head_dim, "head_dim");
+  check_size(max_position_embeddings, "max_position_embeddings");
+  if (num_heads % num_kv_heads != 0)
+    throw_error(ErrorCode::kInvalidArgument,
+                "{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})", source, num_heads,
+                num_kv_heads);
+  auto check_positive = [&](double value, const char* field) {
+    if (!(std::isfinite(value) && value > 0))
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be a positive number, got {}", source, field,
+                  value);
+  };
+  check_positive(rms_norm_eps, "rms_norm_eps");
+  check_positive(rope_theta, "rope_theta");
+  if (rope_scaling.type != RopeScalingType::kNone) check_positive(rope_scaling.factor, "rope_scaling.factor");
+  if (rope_scaling.type == RopeScalingType::kLlama3) {
+    check_positive(rope_scaling.low_freq_factor, "rope_scaling.low_freq_factor");
+    check_positive(rope_scaling.high_freq_factor, "rope_scaling.high_freq_factor");
+    check_size(rope_scaling.original_max_position_embeddings, "rope_scaling.original_max_position_embeddings");
+    // Llama 3 scaling interpolates between the two wavelengths; equal factors divide by zero.
+    if (rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor)
+      throw_error(ErrorCode::kInvalidArgument,
+                  "{}: field 'rope_scaling.high_freq_factor' ({}) must be greater than low_freq_factor ({})", source,
+                  rope_scaling.high_freq_factor, rope_scaling.low_freq_factor);
+  }
+  if (sliding_window < 0)
+    throw_error(ErrorCode::kInvalidArgument, "{}: field 'sliding_window' must be non-negative, got {}", source,
+                sliding_window);
+  auto check_token = [&](int64_t id, const char* field) {
+    if (id < 0 || id >= vocab_size)
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' ({}) is outside the vocabulary [0, {})", source,
+                  field, id, vocab_size);
+  };
+  for (int64_t id : eos_token_ids) check_token(id, "eos_token_id");
+  if (bos_token_id) check_token(*bos_token_id, "bos_token_id");
+}
+
+GenerationConfig GenerationConfig::from_json(const nlohmann::json& root, const std::string& source) {
+  require_object(root, source);
+  Fields fields(root, source);
+  GenerationConfig config;
+  config.eos_token_ids = fields.token_id_list("eos_token_id");
+  config.bos_token_id = fields.optional_token_id("bos_token_id");
+  config.temperature = fields.optional_number("temperature", /*positive=*/false);
+  config.top_p = fields.optional_number("top_p", /*positive=*/true);
+  if (config.top_p && *config.top_p > 1.0) fields.fail("top_p", "a number in (0, 1]", root.at("top_p"));
+  // top_k 0 means "disabled" in transformers.
+  config.top_k = fields.optional_int("top_k", 0, kMaxSize, "a non-negative integer");
+  config.repetition_penalty = fields.optional_number("repetition_penalty", /*positive=*/true);
+  config.max_new_tokens = fields.optional_size("max_new_tokens");
+  config.do_sample = fields.optional_bool("do_sample").value_or(false);
+  return config;
+}
+
+GenerationConfig GenerationConfig::from_file_or_default(const std::filesystem::path& generation_config_json) {
+  std::error_code ec;
+  if (!std::filesystem::exists(generation_config_json, ec)) return GenerationConfig{};
+  return from_json(parse_json_file(generation_config_json), generation_config_json.string());
+}
+
+}  // namespace brisk
