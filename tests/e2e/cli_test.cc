@@ -1,0 +1,201 @@
+// The `brisk` binary end to end: output formats, seeds, and clear errors for bad input.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace brisk {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+RunResult run_brisk(const std::string& args) {
+  std::string command = std::string(BRISK_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("popen failed for " + command);
+  std::string out;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+fs::path model_dir(const std::string& name) { return testing::test_data_dir() / "models" / name; }
+const char* kModel = "llama-gqa4-hd64-tied-llama3rope-bf16";
+
+nlohmann::json goldens() { return nlohmann::json::parse(testing::read_file(model_dir(kModel) / "goldens.json")); }
+
+std::string ids_arg(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  return out;
+}
+
+TEST(Cli, GenerateJsonMatchesGreedyGoldens) {
+  auto g = goldens();
+  auto prompt = g["prompts"][1].get<std::vector<int32_t>>();
+  auto expected = g["greedy"][1].get<std::vector<int32_t>>();
+  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --prompt-ids " + ids_arg(prompt) +
+                          " --max-tokens 12 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["token_ids"].get<std::vector<int32_t>>(),
+            std::vector<int32_t>(expected.begin(), expected.begin() + 12));
+  EXPECT_EQ(json["finish_reason"], "length");
+  EXPECT_EQ(json["logprobs"].size(), 12u);
+  for (const auto& lp : json["logprobs"]) EXPECT_LE(lp.get<double>(), 0.0);
+}
+
+TEST(Cli, SeededSamplingIsReproducible) {
+  std::string base = "generate --model " + model_dir(kModel).string() +
+                     " --prompt-ids 1,5,9 --max-tokens 16 --ignore-eos --json --temperature 1.0 --top-p 0.95";
+  RunResult a = run_brisk(base + " --seed 7");
+  RunResult b = run_brisk(base + " --seed 7");
+  RunResult c = run_brisk(base + " --seed 8");
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["token_ids"], nlohmann::json::parse(b.out)["token_ids"]);
+  EXPECT_NE(nlohmann::json::parse(a.out)["token_ids"], nlohmann::json::parse(c.out)["token_ids"]);
+}
+
+TEST(Cli, DummyWeightsNeedOnlyConfig) {
+  fs::path dir = testing::make_temp_dir("brisk-dummy");
+  fs::copy_file(model_dir(kModel) / "config.json", dir / "config.json");
+  RunResult r = run_brisk("generate --model " + dir.string() + " --dummy-weights --prompt-ids 1,2,3 --max-tokens 4 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"].size(), 4u);
+}
+
+struct BadCase {
+  std::string args;
+  std::string message;  // a substring the error must contain
+};
+
+class CliErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(CliErrors, FailWithAClearMessage) {
+  std::string args = GetParam().args;
+  size_t at = args.find("MODEL");
+  if (at != std::string::npos) args.replace(at, 5, model_dir(kModel).string());
+  RunResult r = run_brisk(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find(GetParam().message), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("terminate called"), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, CliErrors,
+    ::testing::Values(
+        BadCase{"generate --model /nonexistent/model --prompt-ids 1", "model folder '/nonexistent/model' does not exist"},
+        BadCase{"generate --model MODEL --prompt-ids 1,x", "'x' is not a token id"},
+        BadCase{"generate --model MODEL --prompt-ids 1,99999", "prompt token 99999 at index 1 is outside the vocabulary"},
+        BadCase{"generate --model MODEL --prompt-ids 1,2 --max-model-len 8 --max-tokens 7",
+                "prompt of 2 tokens plus max_tokens 7 exceeds the model's context length of 8"},
+        BadCase{"generate --model MODEL --prompt-ids 1 --temperature -1", "temperature must be >= 0"},
+        BadCase{"generate --model MODEL --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
+        BadCase{"generate --model MODEL --prompt-ids 1 --max-tokens 0", "max_tokens must be at least 1"},
+        BadCase{"generate --model MODEL --prompt-ids 1 --backend tpu", "unknown backend 'tpu'"}));
+
+// Model folders broken in the ways users meet: each error names the culprit.
+class BrokenModel : public ::testing::Test {
+ protected:
+  fs::path copy_model(const std::string& name) {
+    fs::path dir = testing::make_temp_dir("brisk-broken");
+    for (const auto& entry : fs::directory_iterator(model_dir(name))) fs::copy_file(entry.path(), dir / entry.path().filename());
+    return dir;
+  }
+  RunResult generate(const fs::path& dir) {
+    return run_brisk("generate --model " + dir.string() + " --prompt-ids 1,2 --max-tokens 2");
+  }
+};
+
+TEST_F(BrokenModel, UnknownArchitecture) {
+  fs::path dir = copy_model(kModel);
+  auto config = nlohmann::json::parse(testing::read_file(dir / "config.json"));
+  config["architectures"] = {"GPT2LMHeadModel"};
+  testing::write_file(dir / "config.json", config.dump());
+  RunResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("GPT2LMHeadModel"), std::string::npos) << r.out;
+}
+
+TEST_F(BrokenModel, BadConfigValueNamesTheField) {
+  fs::path dir = copy_model(kModel);
+  auto config = nlohmann::json::parse(testing::read_file(dir / "config.json"));
+  config["num_key_value_heads"] = 3;  // 4 heads are not divisible into 3 groups
+  testing::write_file(dir / "config.json", config.dump());
+  RunResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("num_key_value_heads"), std::string::npos) << r.out;
+}
+
+TEST_F(BrokenModel, TruncatedSafetensorsNamesTheFile) {
+  fs::path dir = copy_model(kModel);
+  fs::resize_file(dir / "model.safetensors", fs::file_size(dir / "model.safetensors") / 2);
+  RunResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("model.safetensors"), std::string::npos) << r.out;
+}
+
+TEST_F(BrokenModel, MissingShardNamesTheShard) {
+  fs::path dir = copy_model("qwen3-gqa4-hd128-qknorm-bf16");
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  RunResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("model-00002-of-00002.safetensors"), std::string::npos) << r.out;
+}
+
+TEST_F(BrokenModel, MissingAndMisShapedTensorsAreNamed) {
+  // Rewrites the checkpoint without one tensor, then with one tensor of the wrong shape.
+  fs::path dir = copy_model("llama-gqa2-hd32-bf16");
+  std::string header_json;
+  {
+    std::string bytes = testing::read_file(dir / "model.safetensors");
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    auto header = nlohmann::json::parse(bytes.substr(8, n));
+    auto drop = header["model.layers.1.mlp.up_proj.weight"]["data_offsets"];
+    header.erase("model.layers.1.mlp.up_proj.weight");
+    header_json = header.dump();
+    std::string out(8, '\0');
+    uint64_t len = header_json.size();
+    std::memcpy(out.data(), &len, 8);
+    testing::write_file(dir / "model.safetensors", out + header_json + bytes.substr(8 + n));
+  }
+  RunResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("model.layers.1.mlp.up_proj.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing"), std::string::npos) << r.out;
+
+  fs::path dir2 = copy_model("llama-gqa2-hd32-bf16");
+  {
+    std::string bytes = testing::read_file(dir2 / "model.safetensors");
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    auto header = nlohmann::json::parse(bytes.substr(8, n));
+    auto& entry = header["model.layers.0.self_attn.o_proj.weight"];
+    int64_t rows = entry["shape"][0], cols = entry["shape"][1];
+    entry["shape"] = {cols / 2, rows * 2};  // same byte size, wrong shape
+    std::string json = header.dump();
+    json.resize(n, ' ');
+    testing::write_file(dir2 / "model.safetensors", bytes.substr(0, 8) + json + bytes.substr(8 + n));
+  }
+  r = generate(dir2);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("model.layers.0.self_attn.o_proj.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[128, 128]"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace brisk
