@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -8,8 +9,16 @@
 
 namespace brisk::testing {
 
-std::filesystem::path test_data_dir() { return BRISK_TEST_DATA_DIR; }
-std::filesystem::path shared_testdata_dir() { return BRISK_SHARED_TESTDATA; }
+// Environment overrides let binaries built on one machine run from another checkout (the GPU
+// machine receives a copy of the tree at a different path).
+std::filesystem::path test_data_dir() {
+  const char* env = std::getenv("BRISK_TEST_DATA_DIR");
+  return env && *env ? env : BRISK_TEST_DATA_DIR;
+}
+std::filesystem::path shared_testdata_dir() {
+  const char* env = std::getenv("BRISK_SHARED_TESTDATA");
+  return env && *env ? env : BRISK_SHARED_TESTDATA;
+}
 
 namespace {
 struct TempDirs {
