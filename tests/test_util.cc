@@ -57,4 +57,25 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+RequestResult collect(RequestStream& stream) {
+  RequestResult result;
+  while (true) {
+    auto event = stream.next(std::chrono::seconds(60));
+    if (!event) throw std::runtime_error("request stream stalled for 60 s");
+    if (event->kind == RequestEvent::Kind::kToken) {
+      result.tokens.push_back(event->token);
+      result.logprobs.push_back(event->logprob);
+      continue;
+    }
+    result.finish_reason = event->finish_reason;
+    result.error = event->error;
+    result.num_cached_prompt_tokens = event->num_cached_prompt_tokens;
+    return result;
+  }
+}
+
+RequestResult run_request(Engine& engine, GenerationRequest request) {
+  return collect(*engine.submit(std::move(request)));
+}
+
 }  // namespace brisk::testing

@@ -3,6 +3,9 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "brisk/engine.h"
 
 namespace brisk::testing {
 
@@ -14,6 +17,18 @@ std::filesystem::path shared_testdata_dir();
 std::filesystem::path make_temp_dir(const std::string& prefix);
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
+
+// Everything one request's stream produced.
+struct RequestResult {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  FinishReason finish_reason = FinishReason::kError;
+  std::string error;
+  int64_t num_cached_prompt_tokens = 0;
+};
+// Drains a stream (fails the test with an exception if it stalls for a minute).
+RequestResult collect(RequestStream& stream);
+RequestResult run_request(Engine& engine, GenerationRequest request);
 
 }  // namespace brisk::testing
 

@@ -1,5 +1,7 @@
 #include "backend/backend.h"
 
+#include <fstream>
+
 #include "core/error.h"
 
 namespace brisk {
@@ -7,6 +9,16 @@ namespace brisk {
 #ifdef BRISK_WITH_CUDA
 std::unique_ptr<Backend> make_cuda_backend();
 #endif
+
+uint64_t Backend::free_memory_bytes() const {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  throw_error(ErrorCode::kBackend, "cannot read MemAvailable from /proc/meminfo to size the KV cache");
+}
 
 TensorView to_backend(Backend& backend, TensorView host, std::vector<Tensor>& keep) {
   if (backend.shares_host_memory()) return host;

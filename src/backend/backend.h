@@ -17,18 +17,18 @@
 namespace brisk {
 
 struct EmbeddingParams {
-  TensorView table;  // [num_rows, dim]: embedding table (or any row-major matrix to gather from)
-  TensorView ids;    // [num_tokens] i32
-  TensorView out;    // [num_tokens, dim]
+  TensorView table{};  // [num_rows, dim]: embedding table (or any row-major matrix to gather from)
+  TensorView ids{};    // [num_tokens] i32
+  TensorView out{};    // [num_tokens, dim]
 };
 
 // out = rms_norm(x) * weight. With a residual: residual += x first, then out = rms_norm(residual)
 // * weight (the pre-norm transformer's "add & norm").
 struct RmsNormParams {
-  TensorView x;         // [num_rows, dim]
-  TensorView residual;  // optional [num_rows, dim], updated in place
-  TensorView weight;    // [dim]
-  TensorView out;       // [num_rows, dim]; may alias x
+  TensorView x{};         // [num_rows, dim]
+  TensorView residual{};  // optional [num_rows, dim], updated in place
+  TensorView weight{};    // [dim]
+  TensorView out{};       // [num_rows, dim]; may alias x
   float eps = 1e-6f;
 };
 
@@ -36,39 +36,39 @@ struct RmsNormParams {
 // rotate-half convention), after an optional per-head RMSNorm of q and k (Qwen3), and writes
 // each token's key and value heads into the paged cache at its slot.
 struct RopeKvAppendParams {
-  TensorView qkv;           // [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim]: q | k | v
-  TensorView positions;     // [num_tokens] i32
-  TensorView cos_sin;       // [max_positions, head_dim] f32: cos in [:head_dim/2], sin after
-  TensorView q_norm;        // optional [head_dim]
-  TensorView k_norm;        // optional [head_dim]
+  TensorView qkv{};           // [num_tokens, (num_heads + 2 * num_kv_heads) * head_dim]: q | k | v
+  TensorView positions{};     // [num_tokens] i32
+  TensorView cos_sin{};       // [max_positions, head_dim] f32: cos in [:head_dim/2], sin after
+  TensorView q_norm{};        // optional [head_dim]
+  TensorView k_norm{};        // optional [head_dim]
   float norm_eps = 1e-6f;
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
-  TensorView slot_mapping;  // [num_tokens] i32: block * block_size + offset; < 0 skips the write
-  TensorView k_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
-  TensorView v_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView slot_mapping{};  // [num_tokens] i32: block * block_size + offset; < 0 skips the write
+  TensorView k_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView v_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
 };
 
 // y = x * w^T (+ bias). Accumulates in fp32 at least.
 struct GemmParams {
-  TensorView x;     // [M, K]
-  TensorView w;     // [N, K]
-  TensorView bias;  // optional [N]
-  TensorView y;     // [M, N]
+  TensorView x{};     // [M, K]
+  TensorView w{};     // [N, K]
+  TensorView bias{};  // optional [N]
+  TensorView y{};     // [M, N]
 };
 
 // Causal attention of each sequence's new tokens over its paged KV (earlier context plus the
 // new tokens, already appended). Sequence s owns query rows [query_start[s], query_start[s+1]);
 // its new tokens are the last (query_start[s+1] - query_start[s]) of its context_lens[s] tokens.
 struct AttentionParams {
-  TensorView q;             // [num_tokens, num_heads * head_dim] (rows may be strided)
-  TensorView k_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
-  TensorView v_cache;       // [num_blocks, num_kv_heads, block_size, head_dim]
-  TensorView block_tables;  // [num_seqs, max_blocks_per_seq] i32
-  TensorView query_start;   // [num_seqs + 1] i32
-  TensorView context_lens;  // [num_seqs] i32
-  TensorView out;           // [num_tokens, num_heads * head_dim]
+  TensorView q{};             // [num_tokens, num_heads * head_dim] (rows may be strided)
+  TensorView k_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView v_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView block_tables{};  // [num_seqs, max_blocks_per_seq] i32
+  TensorView query_start{};   // [num_seqs + 1] i32
+  TensorView context_lens{};  // [num_seqs] i32
+  TensorView out{};           // [num_tokens, num_heads * head_dim]
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
@@ -80,8 +80,8 @@ struct AttentionParams {
 
 // out = silu(gate) * up, where x = [gate | up] along the last dimension.
 struct SiluMulParams {
-  TensorView x;    // [num_tokens, 2 * dim]
-  TensorView out;  // [num_tokens, dim]
+  TensorView x{};    // [num_tokens, 2 * dim]
+  TensorView out{};  // [num_tokens, dim]
 };
 
 // Per-sequence sampling settings, laid out for one host-to-device copy per step.
@@ -98,14 +98,14 @@ struct SamplingRow {
 };
 
 struct SampleParams {
-  TensorView logits;          // [num_seqs, vocab] f32, modified in place
+  TensorView logits{};          // [num_seqs, vocab] f32, modified in place
   const SamplingRow* rows = nullptr;  // [num_seqs], in the backend's memory
-  TensorView prompt_start;    // optional [num_seqs + 1] i32: ragged prompt tokens
-  TensorView prompt_tokens;   // optional [total] i32
-  TensorView output_start;    // optional [num_seqs + 1] i32: ragged generated tokens so far
-  TensorView output_tokens;   // optional [total] i32
-  TensorView out_tokens;      // [num_seqs] i32
-  TensorView out_logprobs;    // optional [num_seqs] f32: log-softmax of the raw logits at the token
+  TensorView prompt_start{};    // optional [num_seqs + 1] i32: ragged prompt tokens
+  TensorView prompt_tokens{};   // optional [total] i32
+  TensorView output_start{};    // optional [num_seqs + 1] i32: ragged generated tokens so far
+  TensorView output_tokens{};   // optional [total] i32
+  TensorView out_tokens{};      // [num_seqs] i32
+  TensorView out_logprobs{};    // optional [num_seqs] f32: log-softmax of the raw logits at the token
 };
 
 class Backend {
@@ -124,6 +124,8 @@ class Backend {
   // Converts src into dst's dtype (same shape, contiguous, both in this backend's memory).
   virtual void convert(TensorView dst, TensorView src) = 0;
   virtual void synchronize() = 0;
+  // Memory free for the KV cache now: device memory, or available host memory on the CPU.
+  virtual uint64_t free_memory_bytes() const;
 
   virtual void embedding(const EmbeddingParams& p) = 0;
   virtual void rms_norm(const RmsNormParams& p) = 0;

@@ -25,7 +25,7 @@ BatchInputs::BatchInputs(const std::vector<SequenceChunk>& chunks, int block_siz
       token_ids_.push_back(c.tokens[i]);
       positions_.push_back(pos);
       slot_mapping_.push_back(c.block_table[pos / block_size] * block_size + pos % block_size);
-      if (c.want_all_logits || i == num_new - 1)
+      if (c.want_all_logits || (c.want_last_logits && i == num_new - 1))
         logits_indices_.push_back(static_cast<int32_t>(token_ids_.size()) - 1);
     }
     query_start_.push_back(static_cast<int32_t>(token_ids_.size()));

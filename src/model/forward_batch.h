@@ -30,7 +30,8 @@ struct SequenceChunk {
   std::vector<int32_t> tokens;
   int32_t num_cached = 0;
   std::vector<int32_t> block_table;
-  bool want_all_logits = false;  // logits of every new token (goldens); else only the last
+  bool want_all_logits = false;   // logits of every new token (goldens)
+  bool want_last_logits = true;   // logits of the last new token (false: a partial prefill chunk)
 };
 
 // Host arrays of a step, built from chunks, uploaded into tensors the inputs own.

@@ -65,6 +65,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorVie
     backend_.rms_norm({block_out, residual, w.post_norm, normed, eps});
     mlp_block(layer, normed, block_out);
   }
+  if (num_logits == 0) return;  // only partial prefill chunks: their KV is all this step makes
   backend_.rms_norm({block_out, residual, weights_.final_norm, normed, static_cast<float>(config_.rms_norm_eps)});
   Tensor last = empty(activation_dtype_, {num_logits, hidden});
   backend_.embedding({normed, batch.logits_indices, last});

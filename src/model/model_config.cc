@@ -20,9 +20,10 @@ constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
 // because dump() recurses.
 std::string describe(const json& value) {
   if (value.is_structured()) {
-    bool flat = value.size() <= 8 &&
-                std::none_of(value.begin(), value.end(), [](const json& item) { return item.is_structured(); });
-    if (!flat) return fmt::format("{} with {} elements", value.is_array() ? "an array" : "an object", value.size());
+    bool flat = value.size() <= 8 && std::none_of(value.begin(), value.end(),
+                                                  [](const json& item) { return item.is_structured(); });
+    if (!flat)
+      return fmt::format("{} with {} elements", value.is_array() ? "an array" : "an object", value.size());
   }
   std::string text = value.dump();
   if (text.size() > 80) text = text.substr(0, 77) + "...";
@@ -55,12 +56,13 @@ class Fields {
   std::string name(const std::string& key) const { return prefix_ + key; }
 
   [[noreturn]] void fail(const std::string& key, const std::string& expected, const json& got) const {
-    throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be {}, got {}", source_, name(key), expected,
-                describe(got));
+    throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be {}, got {}", source_, name(key),
+                expected, describe(got));
   }
   const json& required(const std::string& key) const {
     const json* value = find(key);
-    if (!value) throw_error(ErrorCode::kInvalidArgument, "{}: missing required field '{}'", source_, name(key));
+    if (!value)
+      throw_error(ErrorCode::kInvalidArgument, "{}: missing required field '{}'", source_, name(key));
     return *value;
   }
 
@@ -172,8 +174,8 @@ Architecture parse_architecture(const Fields& fields) {
   } else {
     throw_error(ErrorCode::kInvalidArgument, "{}: missing required field 'architectures'", fields.source());
   }
-  throw_error(ErrorCode::kUnsupported, "{}: architecture '{}' is not supported (supported: {})", fields.source(),
-              name, supported_architectures());
+  throw_error(ErrorCode::kUnsupported, "{}: architecture '{}' is not supported (supported: {})",
+              fields.source(), name, supported_architectures());
 }
 
 // Reads rope_type/type, theta and scaling factors from `rope` (rope_scaling or, in
@@ -185,7 +187,8 @@ RopeScaling parse_rope_scaling(const json& rope, const std::string& field, bool 
   if (!type) type = fields.optional_string("type");
   if (!type) {
     if (type_required)
-      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' needs a 'rope_type' (or 'type')", source, field);
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' needs a 'rope_type' (or 'type')", source,
+                  field);
     type = "default";
   }
   RopeScaling scaling;
@@ -204,8 +207,8 @@ RopeScaling parse_rope_scaling(const json& rope, const std::string& field, bool 
     scaling.original_max_position_embeddings = *fields.optional_size("original_max_position_embeddings");
     return scaling;
   }
-  throw_error(ErrorCode::kUnsupported, "{}: {} type '{}' is not supported (supported: default, linear, llama3)",
-              source, field, *type);
+  throw_error(ErrorCode::kUnsupported,
+              "{}: {} type '{}' is not supported (supported: default, linear, llama3)", source, field, *type);
 }
 
 void parse_rope(const Fields& fields, ModelConfig& config) {
@@ -215,12 +218,14 @@ void parse_rope(const Fields& fields, ModelConfig& config) {
     if (!params->is_object()) fields.fail("rope_parameters", "an object", *params);
     Fields rope(*params, fields.source(), "rope_parameters.");
     if (auto theta = rope.optional_number("rope_theta", /*positive=*/true)) config.rope_theta = *theta;
-    config.rope_scaling = parse_rope_scaling(*params, "rope_parameters", /*type_required=*/false, fields.source());
+    config.rope_scaling =
+        parse_rope_scaling(*params, "rope_parameters", /*type_required=*/false, fields.source());
     return;
   }
   if (const json* scaling = fields.find("rope_scaling")) {
     if (!scaling->is_object()) fields.fail("rope_scaling", "an object or null", *scaling);
-    config.rope_scaling = parse_rope_scaling(*scaling, "rope_scaling", /*type_required=*/true, fields.source());
+    config.rope_scaling =
+        parse_rope_scaling(*scaling, "rope_scaling", /*type_required=*/true, fields.source());
   }
 }
 
@@ -233,10 +238,11 @@ int64_t parse_qwen_sliding_window(const Fields& fields, int64_t num_layers) {
                                   .value_or(28);  // transformers' default
   if (max_window_layers >= num_layers) return 0;
   if (max_window_layers == 0) return window;
-  throw_error(ErrorCode::kUnsupported,
-              "{}: use_sliding_window with max_window_layers {} < num_hidden_layers {} mixes sliding and full "
-              "attention layers, which is not supported",
-              fields.source(), max_window_layers, num_layers);
+  throw_error(
+      ErrorCode::kUnsupported,
+      "{}: use_sliding_window with max_window_layers {} < num_hidden_layers {} mixes sliding and full "
+      "attention layers, which is not supported",
+      fields.source(), max_window_layers, num_layers);
 }
 
 DType parse_dtype(const Fields& fields) {
@@ -288,9 +294,10 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& root, const std::string
     config.head_dim = *head_dim;
   } else {
     if (config.hidden_size % config.num_heads != 0)
-      throw_error(ErrorCode::kInvalidArgument,
-                  "{}: hidden_size ({}) is not divisible by num_attention_heads ({}) and head_dim is not given",
-                  source, config.hidden_size, config.num_heads);
+      throw_error(
+          ErrorCode::kInvalidArgument,
+          "{}: hidden_size ({}) is not divisible by num_attention_heads ({}) and head_dim is not given",
+          source, config.hidden_size, config.num_heads);
     config.head_dim = config.hidden_size / config.num_heads;
   }
   config.max_position_embeddings = fields.size("max_position_embeddings");
@@ -344,8 +351,8 @@ ModelConfig ModelConfig::from_file(const std::filesystem::path& config_json) {
 void ModelConfig::validate(const std::string& source) const {
   auto check_size = [&](int64_t value, const char* field) {
     if (value < 1 || value > kMaxSize)
-      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be a positive integer, got {}", source, field,
-                  value);
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be a positive integer, got {}", source,
+                  field, value);
   };
   check_size(vocab_size, "vocab_size");
   check_size(hidden_size, "hidden_size");
@@ -357,12 +364,12 @@ void ModelConfig::validate(const std::string& source) const {
   check_size(max_position_embeddings, "max_position_embeddings");
   if (num_heads % num_kv_heads != 0)
     throw_error(ErrorCode::kInvalidArgument,
-                "{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})", source, num_heads,
-                num_kv_heads);
+                "{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})", source,
+                num_heads, num_kv_heads);
   auto check_positive = [&](double value, const char* field) {
     if (!(std::isfinite(value) && value > 0))
-      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be a positive number, got {}", source, field,
-                  value);
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be a positive number, got {}", source,
+                  field, value);
   };
   check_positive(rms_norm_eps, "rms_norm_eps");
   check_positive(rope_theta, "rope_theta");
@@ -370,20 +377,21 @@ void ModelConfig::validate(const std::string& source) const {
   if (rope_scaling.type == RopeScalingType::kLlama3) {
     check_positive(rope_scaling.low_freq_factor, "rope_scaling.low_freq_factor");
     check_positive(rope_scaling.high_freq_factor, "rope_scaling.high_freq_factor");
-    check_size(rope_scaling.original_max_position_embeddings, "rope_scaling.original_max_position_embeddings");
+    check_size(rope_scaling.original_max_position_embeddings,
+               "rope_scaling.original_max_position_embeddings");
     // Llama 3 scaling interpolates between the two wavelengths; equal factors divide by zero.
     if (rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor)
       throw_error(ErrorCode::kInvalidArgument,
-                  "{}: field 'rope_scaling.high_freq_factor' ({}) must be greater than low_freq_factor ({})", source,
-                  rope_scaling.high_freq_factor, rope_scaling.low_freq_factor);
+                  "{}: field 'rope_scaling.high_freq_factor' ({}) must be greater than low_freq_factor ({})",
+                  source, rope_scaling.high_freq_factor, rope_scaling.low_freq_factor);
   }
   if (sliding_window < 0)
-    throw_error(ErrorCode::kInvalidArgument, "{}: field 'sliding_window' must be non-negative, got {}", source,
-                sliding_window);
+    throw_error(ErrorCode::kInvalidArgument, "{}: field 'sliding_window' must be non-negative, got {}",
+                source, sliding_window);
   auto check_token = [&](int64_t id, const char* field) {
     if (id < 0 || id >= vocab_size)
-      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' ({}) is outside the vocabulary [0, {})", source,
-                  field, id, vocab_size);
+      throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' ({}) is outside the vocabulary [0, {})",
+                  source, field, id, vocab_size);
   };
   for (int64_t id : eos_token_ids) check_token(id, "eos_token_id");
   if (bos_token_id) check_token(*bos_token_id, "bos_token_id");

@@ -31,8 +31,8 @@ constexpr size_t kLengthPrefixBytes = 8;
 // containers: dump() recurses, and a hostile header can nest a million levels deep.
 std::string describe(const json& value) {
   if (value.is_structured()) {
-    bool flat = value.size() <= 8 &&
-                std::none_of(value.begin(), value.end(), [](const json& item) { return item.is_structured(); });
+    bool flat = value.size() <= 8 && std::none_of(value.begin(), value.end(),
+                                                  [](const json& item) { return item.is_structured(); });
     if (!flat)
       return fmt::format("{} with {} elements", value.is_array() ? "an array" : "an object", value.size());
   }
@@ -64,8 +64,8 @@ struct ParsedHeader {
 
 std::map<std::string, std::string> parse_metadata(const json& value, const std::string& file_name) {
   if (!value.is_object())
-    throw_error(ErrorCode::kCorruptData, "{}: '__metadata__' must be an object of strings, got {}",
-                file_name, describe(value));
+    throw_error(ErrorCode::kCorruptData, "{}: '__metadata__' must be an object of strings, got {}", file_name,
+                describe(value));
   std::map<std::string, std::string> metadata;
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string())
@@ -117,8 +117,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, size_t 
   if (!value.is_object())
     throw_error(ErrorCode::kCorruptData, "{}: entry must be an object, got {}", where, describe(value));
   for (const char* key : {"dtype", "shape", "data_offsets"})
-    if (!value.contains(key))
-      throw_error(ErrorCode::kCorruptData, "{}: entry is missing '{}'", where, key);
+    if (!value.contains(key)) throw_error(ErrorCode::kCorruptData, "{}: entry is missing '{}'", where, key);
 
   SafetensorsEntry entry;
   entry.name = name;
@@ -147,10 +146,9 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, size_t 
 
   uint64_t expected = checked_num_bytes(entry.shape, entry.dtype, where);
   if (entry.end - entry.begin != expected)
-    throw_error(ErrorCode::kCorruptData,
-                "{}: data_offsets [{}, {}] hold {} bytes but {} {} needs {}", where, entry.begin,
-                entry.end, entry.end - entry.begin, dtype.get<std::string>(), entry.shape.to_string(),
-                expected);
+    throw_error(ErrorCode::kCorruptData, "{}: data_offsets [{}, {}] hold {} bytes but {} {} needs {}", where,
+                entry.begin, entry.end, entry.end - entry.begin, dtype.get<std::string>(),
+                entry.shape.to_string(), expected);
   return entry;
 }
 
@@ -161,8 +159,7 @@ ParsedHeader parse(std::string_view header_json, size_t data_size, const std::st
   } catch (const json::exception&) {  // belt and braces: the non-throwing parse should not get here
     header = json(json::value_t::discarded);
   }
-  if (header.is_discarded())
-    throw_error(ErrorCode::kCorruptData, "{}: header is not valid JSON", file_name);
+  if (header.is_discarded()) throw_error(ErrorCode::kCorruptData, "{}: header is not valid JSON", file_name);
   if (!header.is_object())
     throw_error(ErrorCode::kCorruptData, "{}: header must be a JSON object, got {}", file_name,
                 describe(header));
@@ -193,10 +190,9 @@ uint64_t read_le64(const unsigned char* bytes) {
 
 DType dtype_from_safetensors(const std::string& name, const std::string& context) {
   static const std::map<std::string, DType, std::less<>> kByName = {
-      {"F32", DType::kF32},       {"F16", DType::kF16},         {"BF16", DType::kBF16},
-      {"I64", DType::kI64},       {"I32", DType::kI32},         {"I16", DType::kI16},
-      {"I8", DType::kI8},         {"U8", DType::kU8},           {"U32", DType::kU32},
-      {"BOOL", DType::kBool},     {"F8_E4M3", DType::kF8E4M3},  {"F8_E5M2", DType::kF8E5M2},
+      {"F32", DType::kF32}, {"F16", DType::kF16},   {"BF16", DType::kBF16},      {"I64", DType::kI64},
+      {"I32", DType::kI32}, {"I16", DType::kI16},   {"I8", DType::kI8},          {"U8", DType::kU8},
+      {"U32", DType::kU32}, {"BOOL", DType::kBool}, {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2},
   };
   auto it = kByName.find(name);
   if (it != kByName.end()) return it->second;
@@ -242,12 +238,11 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
   struct stat info {};
   if (::fstat(fd, &info) != 0)
     throw_error(ErrorCode::kInvalidArgument, "{}: cannot stat: {}", name, std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    throw_error(ErrorCode::kInvalidArgument, "{}: not a regular file", name);
+  if (!S_ISREG(info.st_mode)) throw_error(ErrorCode::kInvalidArgument, "{}: not a regular file", name);
   const auto file_size = static_cast<uint64_t>(info.st_size);
   if (file_size < kLengthPrefixBytes)
-    throw_error(ErrorCode::kCorruptData, "{}: file is {} bytes, shorter than the 8-byte header length",
-                name, file_size);
+    throw_error(ErrorCode::kCorruptData, "{}: file is {} bytes, shorter than the 8-byte header length", name,
+                file_size);
 
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->path_ = path;
@@ -255,8 +250,8 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
   void* mapping = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (mapping == MAP_FAILED) {
     int err = errno;
-    throw_error(err == ENOMEM ? ErrorCode::kOutOfMemory : ErrorCode::kInvalidArgument, "{}: cannot mmap {} bytes: {}",
-                name, file_size, std::strerror(err));
+    throw_error(err == ENOMEM ? ErrorCode::kOutOfMemory : ErrorCode::kInvalidArgument,
+                "{}: cannot mmap {} bytes: {}", name, file_size, std::strerror(err));
   }
   file->mapping_ = mapping;  // from here on the destructor unmaps, also if parsing throws
   file->mapping_size_ = file_size;
@@ -325,8 +320,9 @@ IndexedShards read_index(const std::filesystem::path& index_path) {
     bool escapes = shard.empty() || shard.is_absolute() ||
                    std::any_of(shard.begin(), shard.end(), [](const auto& part) { return part == ".."; });
     if (escapes)
-      throw_error(ErrorCode::kCorruptData, "{}: weight_map entry for '{}' names '{}', not a file in the model folder",
-                  name, tensor, shard.string());
+      throw_error(ErrorCode::kCorruptData,
+                  "{}: weight_map entry for '{}' names '{}', not a file in the model folder", name, tensor,
+                  shard.string());
     auto [it, inserted] = shards.tensors_by_file.try_emplace(shard.string());
     if (inserted) shards.files.push_back(shard.string());
     it->second.push_back(tensor);
@@ -339,7 +335,8 @@ IndexedShards read_index(const std::filesystem::path& index_path) {
 Checkpoint Checkpoint::open(const std::filesystem::path& model_dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(model_dir, ec))
-    throw_error(ErrorCode::kNotFound, "model folder {} does not exist or is not a folder", model_dir.string());
+    throw_error(ErrorCode::kNotFound, "model folder {} does not exist or is not a folder",
+                model_dir.string());
   Checkpoint checkpoint;
   checkpoint.dir_ = model_dir;
 
@@ -382,8 +379,9 @@ Checkpoint Checkpoint::open(const std::filesystem::path& model_dir) {
     for (size_t i = 0; i < index->files.size(); ++i)
       for (const auto& tensor : index->tensors_by_file.at(index->files[i]))
         if (!checkpoint.files_[i]->contains(tensor))
-          throw_error(ErrorCode::kCorruptData, "{}: tensor '{}' is listed in shard {} but {} does not hold it",
-                      index_path.string(), tensor, index->files[i], paths[i].string());
+          throw_error(ErrorCode::kCorruptData,
+                      "{}: tensor '{}' is listed in shard {} but {} does not hold it", index_path.string(),
+                      tensor, index->files[i], paths[i].string());
   }
   return checkpoint;
 }
@@ -422,7 +420,8 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     BRISK_CHECK(t.tensor.device() == Device::kCpu, "{}: tensor '{}' is not in host memory", name, t.name);
     BRISK_CHECK(t.tensor.is_contiguous(), "{}: tensor '{}' ({}) is not contiguous", name, t.name,
                 t.tensor.describe());
-    BRISK_CHECK(!t.tensor.empty() || t.tensor.num_elements() == 0, "{}: tensor '{}' has no data", name, t.name);
+    BRISK_CHECK(!t.tensor.empty() || t.tensor.num_elements() == 0, "{}: tensor '{}' has no data", name,
+                t.name);
   }
 
   // Largest elements first: every offset is then a multiple of its element size (all sizes are
@@ -450,21 +449,31 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
   // Write next to the target and rename, so a crash never leaves a half-written checkpoint.
   auto tmp_path = path;
   tmp_path += ".tmp";
+  std::error_code ec;
   {
     std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
-    if (!out) throw_error(ErrorCode::kInvalidArgument, "{}: cannot open for writing", tmp_path.string());
+    if (!out)
+      throw_error(ErrorCode::kInvalidArgument, "{}: cannot open {} for writing: {}", name, tmp_path.string(),
+                  std::strerror(errno));
     unsigned char length[8];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header_text.size() >> (8 * i));
     out.write(reinterpret_cast<const char*>(length), sizeof(length));
     out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
     for (const auto* t : order)
-      out.write(static_cast<const char*>(t->tensor.data()), static_cast<std::streamsize>(t->tensor.num_bytes()));
+      if (t->tensor.num_bytes() > 0)  // an empty tensor may have no data pointer at all
+        out.write(static_cast<const char*>(t->tensor.data()),
+                  static_cast<std::streamsize>(t->tensor.num_bytes()));
     out.flush();
-    if (!out) throw_error(ErrorCode::kInvalidArgument, "{}: write failed", tmp_path.string());
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp_path, ec);
+      throw_error(ErrorCode::kInvalidArgument, "{}: writing {} failed (disk full?)", name, tmp_path.string());
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp_path, path, ec);
-  if (ec) throw_error(ErrorCode::kInvalidArgument, "{}: cannot rename from {}: {}", name, tmp_path.string(), ec.message());
+  if (ec)
+    throw_error(ErrorCode::kInvalidArgument, "{}: cannot rename from {}: {}", name, tmp_path.string(),
+                ec.message());
 }
 
 }  // namespace brisk

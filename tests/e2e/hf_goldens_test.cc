@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
-#include "engine/generator.h"
+#include "brisk/engine.h"
 #include "model/llama_model.h"
 #include "model/safetensors.h"
 #include "test_util.h"
@@ -22,6 +22,14 @@ namespace fs = std::filesystem;
 // greedy step has a top-1 margin of at least 2e-3.
 constexpr float kLogitAbsTol = 2e-4f;
 constexpr float kLogitRelTol = 1e-4f;
+
+GenerationRequest greedy_request(const std::vector<int32_t>& prompt, size_t num_tokens) {
+  GenerationRequest request{prompt, {}};
+  request.sampling.temperature = 0.0f;
+  request.sampling.max_tokens = static_cast<int64_t>(num_tokens);
+  request.sampling.ignore_eos = true;
+  return request;
+}
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
@@ -116,12 +124,13 @@ TEST_P(HfGoldens, ChunkedPrefillContinuesCachedContext) {
 }
 
 TEST_P(HfGoldens, GreedyTokensMatch) {
+  EngineOptions options;
+  options.model_dir = dir_.string();
+  options.num_kv_blocks = 64;
+  auto engine = Engine::create(options);
   for (size_t i = 0; i < goldens_.prompts.size(); ++i) {
-    GenerateOptions options;
-    options.max_tokens = static_cast<int64_t>(goldens_.greedy[i].size());
-    options.ignore_eos = true;
-    GenerateResult result = generate(*model_, goldens_.prompts[i], options);
-    EXPECT_EQ(result.token_ids, goldens_.greedy[i]) << GetParam() << " prompt " << i;
+    auto result = testing::run_request(*engine, greedy_request(goldens_.prompts[i], goldens_.greedy[i].size()));
+    EXPECT_EQ(result.tokens, goldens_.greedy[i]) << GetParam() << " prompt " << i;
     EXPECT_EQ(result.finish_reason, FinishReason::kLength);
   }
 }
@@ -165,10 +174,6 @@ TEST(InternLM2, ConvertedLlamaGivesIdenticalLogits) {
   auto internlm2 = LlamaModel::load(testing::test_data_dir() / "models" / "internlm2-gqa2-hd32-bf16", *backend);
   EXPECT_EQ(internlm2->config().architecture, Architecture::kInternLM2);
   std::vector<int32_t> prompt{1, 17, 300, 42, 5, 9, 77, 128, 255, 3, 11};
-  GenerateOptions options;
-  options.max_tokens = 16;
-  options.ignore_eos = true;
-  EXPECT_EQ(generate(*llama, prompt, options).token_ids, generate(*internlm2, prompt, options).token_ids);
   SequenceChunk chunk{prompt, 0, {0, 1, 2, 3}, true};
   BatchInputs inputs({chunk}, 16);
   const int64_t vocab = llama->config().vocab_size;

@@ -161,7 +161,7 @@ void apply_top_p(std::span<float> logits, float top_p) {
   size_t keep = 0;
   while (keep < order.size()) {
     cumulative += weights[keep++];
-    if (cumulative > top_p * total + 0.1) break;
+    if (cumulative >= top_p * total) break;
   }
   for (size_t i = keep; i < order.size(); ++i) logits[order[i]] = -INFINITY;
 }

@@ -1,0 +1,111 @@
+// brisk's public C++ API: an engine that serves one model to many concurrent requests with
+// continuous batching, a paged KV cache and prefix caching. Thread-safe: submit, cancel and
+// stats may be called from any thread; one engine thread owns all model and cache state.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brisk/status.h"
+
+namespace brisk {
+
+struct EngineOptions {
+  std::string model_dir;
+  std::string backend = "cpu";          // "cpu" or "cuda"
+  bool dummy_weights = false;           // random weights from config.json alone
+  int64_t max_model_len = 0;            // 0: the model's max_position_embeddings
+  int64_t max_num_seqs = 256;           // sequences running at once
+  int64_t max_num_batched_tokens = 2048;  // token budget of one step (prefill chunks + decodes)
+  int block_size = 16;                  // tokens per KV block
+  // Fraction of free memory ("0.9") or a size ("4GiB"); empty: 0.9 on a GPU, 0.2 of available
+  // host memory on the CPU (pages are only touched as the cache fills).
+  std::string kv_cache_memory;
+  int64_t num_kv_blocks = 0;            // > 0 overrides kv_cache_memory (tests)
+  bool enable_prefix_caching = true;
+};
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0: greedy
+  float top_p = 1.0f;
+  int32_t top_k = 0;         // 0 or -1: disabled
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  std::optional<uint64_t> seed;  // none: a random seed
+  int64_t max_tokens = 16;
+  int64_t min_tokens = 0;        // eos and stop tokens are ignored before this many tokens
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+std::string_view finish_reason_name(FinishReason reason);
+
+// One event of a request's stream: a generated token, or the single terminal event.
+struct RequestEvent {
+  enum class Kind { kToken, kFinished };
+  Kind kind = Kind::kToken;
+  int32_t token = -1;
+  float logprob = 0.0f;                 // log-probability of the token under the raw logits
+  FinishReason finish_reason = FinishReason::kStop;
+  std::string error;                    // for kError: what is wrong
+  int64_t num_prompt_tokens = 0;        // on kFinished
+  int64_t num_cached_prompt_tokens = 0; // on kFinished: prompt tokens served by the prefix cache
+};
+
+// The events of one request, in order; the last one is always kFinished.
+class RequestStream {
+ public:
+  virtual ~RequestStream() = default;
+  virtual uint64_t id() const = 0;
+  // Blocks until an event is available or the timeout passes (nullopt).
+  virtual std::optional<RequestEvent> next(std::chrono::milliseconds timeout = std::chrono::hours(24)) = 0;
+};
+
+struct EngineStats {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  int64_t num_blocks = 0;
+  int64_t num_blocks_in_use = 0;
+  int64_t num_blocks_cached = 0;
+  int64_t num_blocks_free = 0;
+  int64_t num_prompt_tokens_computed = 0;  // prefill tokens run through the model
+  int64_t num_generated_tokens = 0;
+  int64_t num_prefix_hit_tokens = 0;
+  int64_t num_prefix_queried_tokens = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_steps = 0;
+  int64_t kv_capacity_tokens = 0;
+};
+
+class Engine {
+ public:
+  // Loads the model and sizes the KV cache; throws Error naming what is wrong.
+  static std::unique_ptr<Engine> create(const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Never throws for bad requests: their stream ends with a kError event naming the problem.
+  virtual std::shared_ptr<RequestStream> submit(GenerationRequest request) = 0;
+  // Ends the request with kCancelled (if it has not finished) and frees its KV blocks.
+  virtual void cancel(uint64_t request_id) = 0;
+  virtual EngineStats stats() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t max_model_len() const = 0;
+  // eos ids (generation_config.json's, else config.json's).
+  virtual std::vector<int32_t> eos_token_ids() const = 0;
+  // Stops the engine thread; requests still in flight end with kCancelled.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace brisk

@@ -1,0 +1,345 @@
+// The engine: a request queue fed by any thread, and one engine thread that owns the model, the
+// KV cache and every request's state, stepping schedule -> forward -> sample -> stop checks.
+#include "brisk/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "kv/kv_budget.h"
+
+namespace brisk {
+
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+std::optional<RequestEvent> EventQueue::next(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+  RequestEvent event = std::move(events_.front());
+  events_.pop_front();
+  return event;
+}
+
+void EventQueue::push(RequestEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    BRISK_ASSERT(!finished_);  // exactly one terminal event, nothing after it
+    finished_ = event.kind == RequestEvent::Kind::kFinished;
+    events_.push_back(std::move(event));
+  }
+  ready_.notify_all();
+}
+
+bool EventQueue::finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_;
+}
+
+namespace {
+
+RequestEvent token_event(int32_t token, float logprob) {
+  RequestEvent e;
+  e.kind = RequestEvent::Kind::kToken;
+  e.token = token;
+  e.logprob = logprob;
+  return e;
+}
+
+RequestEvent finished_event(FinishReason reason, std::string error, int64_t num_prompt_tokens = 0,
+                            int64_t num_cached_prompt_tokens = 0) {
+  RequestEvent e;
+  e.kind = RequestEvent::Kind::kFinished;
+  e.finish_reason = reason;
+  e.error = std::move(error);
+  e.num_prompt_tokens = num_prompt_tokens;
+  e.num_cached_prompt_tokens = num_cached_prompt_tokens;
+  return e;
+}
+
+class EngineImpl final : public Engine {
+ public:
+  explicit EngineImpl(const EngineOptions& options);
+  ~EngineImpl() override { shutdown(); }
+
+  std::shared_ptr<RequestStream> submit(GenerationRequest request) override;
+  void cancel(uint64_t request_id) override;
+  EngineStats stats() const override;
+  int64_t vocab_size() const override { return model_->config().vocab_size; }
+  int64_t max_model_len() const override { return model_->max_model_len(); }
+  std::vector<int32_t> eos_token_ids() const override { return eos_ids_; }
+  void shutdown() override;
+
+ private:
+  void loop();
+  void step();
+  void refresh_stats();
+  void admit_new_requests();
+  void apply_cancellations();
+  // Validation at admission; an empty string means the request is fine.
+  std::string check_request(const Request& r) const;
+  void append_token(Request& r, int32_t token, float logprob);
+  void finish(Request& r, FinishReason reason, std::string error = {});
+
+  EngineOptions options_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<LlamaModel> model_;
+  std::vector<int32_t> eos_ids_;
+  int64_t num_blocks_ = 0;
+  std::unique_ptr<PrefixCache> prefix_cache_;
+  std::unique_ptr<BlockPool> pool_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+
+  // Shared with client threads.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<Request>> incoming_;
+  std::vector<uint64_t> cancels_;
+  bool stop_ = false;
+  EngineStats stats_;
+  std::atomic<uint64_t> next_id_{1};
+
+  // Engine thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
+  std::mt19937_64 seed_rng_{std::random_device{}()};
+  std::thread thread_;
+};
+
+EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
+  BRISK_CHECK(options.block_size > 0, "block_size must be positive, got {}", options.block_size);
+  backend_ = make_backend(options.backend);
+  ModelLoadOptions load;
+  load.dummy_weights = options.dummy_weights;
+  load.max_model_len = options.max_model_len;
+  model_ = LlamaModel::load(options.model_dir, *backend_, load);
+  const auto& gen_eos = model_->generation_config().eos_token_ids;
+  const auto& eos = gen_eos.empty() ? model_->config().eos_token_ids : gen_eos;
+  eos_ids_.assign(eos.begin(), eos.end());
+
+  const size_t bytes_per_block = KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), options.block_size);
+  if (options.num_kv_blocks > 0) {
+    num_blocks_ = options.num_kv_blocks;
+  } else {
+    std::string memory = options.kv_cache_memory;
+    if (memory.empty()) memory = backend_->device() == Device::kCpu ? "0.2" : "0.9";
+    KvBudget budget = compute_kv_budget(KvMemorySpec::parse(memory), backend_->free_memory_bytes(),
+                                        bytes_per_block, options.block_size);
+    num_blocks_ = budget.num_blocks;
+    spdlog::info("{}", budget.describe(options.block_size));
+  }
+  stats_.num_blocks = num_blocks_;
+  stats_.kv_capacity_tokens = num_blocks_ * options.block_size;
+  prefix_cache_ = std::make_unique<PrefixCache>(options.block_size, options.enable_prefix_caching);
+  pool_ = std::make_unique<BlockPool>(num_blocks_, options.block_size, *prefix_cache_);
+  scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);
+  runner_ = std::make_unique<ModelRunner>(*model_, num_blocks_, options.block_size);
+  thread_ = std::thread([this] { loop(); });
+}
+
+std::shared_ptr<RequestStream> EngineImpl::submit(GenerationRequest request) {
+  const uint64_t id = next_id_++;
+  auto stream = std::make_shared<EventQueue>(id);
+  auto r = std::make_unique<Request>(id, std::move(request), *pool_, stream);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) {
+      stream->push(finished_event(FinishReason::kCancelled, "the engine is shut down"));
+      return stream;
+    }
+    incoming_.push_back(std::move(r));
+  }
+  wake_.notify_all();
+  return stream;
+}
+
+void EngineImpl::cancel(uint64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancels_.push_back(request_id);
+  }
+  wake_.notify_all();
+}
+
+EngineStats EngineImpl::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void EngineImpl::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EngineImpl::loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || !incoming_.empty() || !cancels_.empty() || scheduler_->has_work(); });
+      if (stop_) break;
+    }
+    admit_new_requests();
+    apply_cancellations();
+    if (scheduler_->has_work()) step();
+    refresh_stats();
+  }
+  // Shutdown: everything still in flight ends cancelled.
+  admit_new_requests();
+  for (auto& [id, r] : requests_) {
+    scheduler_->remove(r.get());
+    r->stream->push(finished_event(FinishReason::kCancelled, "the engine shut down"));
+  }
+  requests_.clear();
+}
+
+std::string EngineImpl::check_request(const Request& r) const {
+  const SamplingParams& s = r.params;
+  const int64_t vocab = model_->config().vocab_size;
+  if (r.prompt.empty()) return "the prompt is empty: give at least one token";
+  for (size_t i = 0; i < r.prompt.size(); ++i)
+    if (r.prompt[i] < 0 || r.prompt[i] >= vocab)
+      return fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", r.prompt[i], i, vocab);
+  if (s.max_tokens < 1) return fmt::format("max_tokens must be at least 1, got {}", s.max_tokens);
+  if (s.min_tokens < 0 || s.min_tokens > s.max_tokens)
+    return fmt::format("min_tokens must be in [0, max_tokens = {}], got {}", s.max_tokens, s.min_tokens);
+  const int64_t total = static_cast<int64_t>(r.prompt.size()) + s.max_tokens;
+  if (total > model_->max_model_len())
+    return fmt::format("prompt of {} tokens plus max_tokens {} exceeds the model's context length of {} tokens",
+                       r.prompt.size(), s.max_tokens, model_->max_model_len());
+  const int64_t blocks = (total + options_.block_size - 1) / options_.block_size;
+  if (blocks > num_blocks_)
+    return fmt::format("prompt of {} tokens plus max_tokens {} needs {} KV blocks but the whole cache has {} "
+                       "({} tokens)", r.prompt.size(), s.max_tokens, blocks, num_blocks_,
+                       num_blocks_ * options_.block_size);
+  if (!(s.temperature >= 0)) return fmt::format("temperature must be >= 0, got {}", s.temperature);
+  if (!(s.top_p > 0 && s.top_p <= 1)) return fmt::format("top_p must be in (0, 1], got {}", s.top_p);
+  if (!(s.min_p >= 0 && s.min_p <= 1)) return fmt::format("min_p must be in [0, 1], got {}", s.min_p);
+  if (s.top_k < -1) return fmt::format("top_k must be -1 or 0 (disabled) or positive, got {}", s.top_k);
+  if (!(s.repetition_penalty > 0))
+    return fmt::format("repetition_penalty must be > 0, got {}", s.repetition_penalty);
+  for (int32_t id : s.stop_token_ids)
+    if (id < 0 || id >= vocab) return fmt::format("stop token id {} is outside the vocabulary [0, {})", id, vocab);
+  return {};
+}
+
+void EngineImpl::admit_new_requests() {
+  std::vector<std::unique_ptr<Request>> incoming;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    incoming.swap(incoming_);
+  }
+  for (auto& r : incoming) {
+    if (std::string error = check_request(*r); !error.empty()) {
+      r->stream->push(finished_event(FinishReason::kError, error, static_cast<int64_t>(r->prompt.size())));
+      continue;
+    }
+    const SamplingParams& s = r->params;
+    r->row.temperature = s.temperature;
+    r->row.top_k = s.top_k;
+    r->row.top_p = s.top_p;
+    r->row.min_p = s.min_p;
+    r->row.repetition_penalty = s.repetition_penalty;
+    r->row.frequency_penalty = s.frequency_penalty;
+    r->row.presence_penalty = s.presence_penalty;
+    r->row.seed = s.seed ? *s.seed : seed_rng_();
+    r->tokens = r->prompt;
+    scheduler_->add(r.get());
+    requests_.emplace(r->id, std::move(r));
+  }
+}
+
+void EngineImpl::apply_cancellations() {
+  std::vector<uint64_t> cancels;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancels.swap(cancels_);
+  }
+  for (uint64_t id : cancels) {
+    auto it = requests_.find(id);
+    if (it != requests_.end()) finish(*it->second, FinishReason::kCancelled);
+  }
+}
+
+void EngineImpl::step() {
+  BatchPlan plan = scheduler_->schedule();
+  if (plan.empty()) return;
+  std::vector<SampledToken> sampled;
+  try {
+    sampled = runner_->step(plan);
+  } catch (const std::exception& e) {
+    // A failed step cannot be attributed to one request: end the batch's requests with the error.
+    spdlog::error("step failed: {}", e.what());
+    for (const auto& c : plan.chunks) finish(*c.request, FinishReason::kError, fmt::format("step failed: {}", e.what()));
+    return;
+  }
+  int64_t prompt_tokens = 0;
+  for (const auto& c : plan.chunks) {
+    Request& r = *c.request;
+    c.request->blocks.commit_computed(r.tokens, c.num_new_tokens);
+    if (!c.samples || r.num_generated == 0) prompt_tokens += c.num_new_tokens;
+  }
+  for (const SampledToken& s : sampled) append_token(*s.request, s.token, s.logprob);
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.num_steps++;
+  stats_.num_prompt_tokens_computed += prompt_tokens;
+  stats_.num_generated_tokens += static_cast<int64_t>(sampled.size());
+}
+
+void EngineImpl::refresh_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.num_running = scheduler_->num_running();
+  stats_.num_waiting = scheduler_->num_waiting();
+  stats_.num_blocks_in_use = pool_->num_in_use();
+  stats_.num_blocks_cached = pool_->num_cached();
+  stats_.num_blocks_free = pool_->num_free();
+  stats_.num_prefix_hit_tokens = prefix_cache_->stats().num_hit_tokens;
+  stats_.num_prefix_queried_tokens = prefix_cache_->stats().num_queried_tokens;
+  stats_.num_preemptions = scheduler_->num_preemptions();
+}
+
+void EngineImpl::append_token(Request& r, int32_t token, float logprob) {
+  r.tokens.push_back(token);
+  r.num_generated++;
+  r.stream->push(token_event(token, logprob));
+  const SamplingParams& s = r.params;
+  if (r.num_generated >= s.min_tokens) {
+    const bool is_eos = !s.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
+    const bool is_stop = std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), token) != s.stop_token_ids.end();
+    if (is_eos || is_stop) return finish(r, FinishReason::kStop);
+  }
+  if (r.num_generated >= s.max_tokens || r.num_tokens() >= model_->max_model_len()) finish(r, FinishReason::kLength);
+}
+
+void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
+  scheduler_->remove(&r);
+  refresh_stats();  // a client that saw the terminal event sees the blocks freed
+  r.stream->push(finished_event(reason, std::move(error), static_cast<int64_t>(r.prompt.size()),
+                                r.num_cached_prompt_tokens));
+  requests_.erase(r.id);  // r is destroyed here
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::create(const EngineOptions& options) { return std::make_unique<EngineImpl>(options); }
+
+}  // namespace brisk

@@ -1,0 +1,53 @@
+// The engine thread's state of one request: its tokens, sampling settings, KV blocks and stream.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backend/backend.h"
+#include "brisk/engine.h"
+#include "kv/sequence_blocks.h"
+
+namespace brisk {
+
+// Thread-safe event queue behind a RequestStream.
+class EventQueue final : public RequestStream {
+ public:
+  explicit EventQueue(uint64_t id) : id_(id) {}
+  uint64_t id() const override { return id_; }
+  std::optional<RequestEvent> next(std::chrono::milliseconds timeout) override;
+  void push(RequestEvent event);
+  bool finished() const;
+
+ private:
+  uint64_t id_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<RequestEvent> events_;
+  bool finished_ = false;
+};
+
+struct Request {
+  Request(uint64_t id, GenerationRequest request, BlockPool& pool, std::shared_ptr<EventQueue> stream)
+      : id(id), prompt(std::move(request.prompt_ids)), params(std::move(request.sampling)),
+        blocks(pool), stream(std::move(stream)) {}
+
+  uint64_t id;
+  std::vector<int32_t> prompt;
+  SamplingParams params;
+  SamplingRow row;                 // what the sampling op gets (seed fixed at admission)
+  std::vector<int32_t> tokens;     // prompt + generated so far
+  int64_t num_generated = 0;
+  int64_t num_cached_prompt_tokens = 0;
+  bool prefix_matched = false;     // the prefix cache was consulted since (re)admission
+  SequenceBlocks blocks;
+  std::shared_ptr<EventQueue> stream;
+
+  int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t num_uncomputed() const { return num_tokens() - blocks.num_computed(); }
+};
+
+}  // namespace brisk

@@ -1,0 +1,201 @@
+// The engine on the CPU backend: batching, chunked prefill, prefix caching, preemption,
+// cancellation and errors never change a greedy output, and every request ends exactly once.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "brisk/engine.h"
+#include "test_util.h"
+
+namespace brisk {
+namespace {
+
+const char* kModel = "llama-gqa4-hd64-tied-llama3rope-bf16";
+
+struct Case {
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> greedy;  // HF goldens
+};
+
+std::vector<Case> golden_cases() {
+  auto json = nlohmann::json::parse(testing::read_file(testing::test_data_dir() / "models" / kModel / "goldens.json"));
+  std::vector<Case> cases;
+  for (size_t i = 0; i < json["prompts"].size(); ++i)
+    cases.push_back({json["prompts"][i].get<std::vector<int32_t>>(), json["greedy"][i].get<std::vector<int32_t>>()});
+  return cases;
+}
+
+EngineOptions options_with(int64_t num_blocks, int64_t token_budget, bool prefix_caching, int block_size = 4) {
+  EngineOptions o;
+  o.model_dir = (testing::test_data_dir() / "models" / kModel).string();
+  o.num_kv_blocks = num_blocks;
+  o.max_num_batched_tokens = token_budget;
+  o.enable_prefix_caching = prefix_caching;
+  o.block_size = block_size;
+  return o;
+}
+
+GenerationRequest greedy(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+  GenerationRequest r{prompt, {}};
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.ignore_eos = true;
+  return r;
+}
+
+// Many requests (each golden prompt several times, with shared prefixes) submitted from several
+// threads at random moments must all produce the golden tokens.
+void expect_goldens_under_load(const EngineOptions& options, uint32_t seed) {
+  auto engine = Engine::create(options);
+  auto cases = golden_cases();
+  std::vector<std::pair<size_t, std::shared_ptr<RequestStream>>> streams;
+  std::mutex mutex;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 3; ++c) {
+    clients.emplace_back([&, c] {
+      std::mt19937 rng(seed + c);
+      for (int i = 0; i < 4; ++i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+        size_t which = rng() % cases.size();
+        auto stream = engine->submit(greedy(cases[which].prompt, static_cast<int64_t>(cases[which].greedy.size())));
+        std::lock_guard<std::mutex> lock(mutex);
+        streams.emplace_back(which, stream);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (auto& [which, stream] : streams) {
+    auto result = testing::collect(*stream);
+    EXPECT_EQ(result.finish_reason, FinishReason::kLength) << result.error;
+    EXPECT_EQ(result.tokens, cases[which].greedy) << "case " << which;
+  }
+  auto stats = engine->stats();
+  EXPECT_EQ(stats.num_blocks_in_use, 0);
+  EXPECT_EQ(stats.num_running + stats.num_waiting, 0);
+}
+
+TEST(Engine, GoldensWithBatchingAndPrefixCache) { expect_goldens_under_load(options_with(256, 2048, true), 1); }
+TEST(Engine, GoldensWithoutPrefixCache) { expect_goldens_under_load(options_with(256, 2048, false), 2); }
+TEST(Engine, GoldensWithChunkedPrefill) {
+  for (int64_t budget : {3, 7, 16}) expect_goldens_under_load(options_with(256, budget, true), 3 + budget);
+}
+TEST(Engine, GoldensWithPreemptionInATinyCache) {
+  // 16 blocks of 4 tokens: one 29+32 token request needs all of them, so requests preempt
+  // each other constantly.
+  auto options = options_with(16, 64, true);
+  expect_goldens_under_load(options, 4);
+  auto engine = Engine::create(options);
+  auto cases = golden_cases();
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 6; ++i) streams.push_back(engine->submit(greedy(cases[i % 3].prompt, 32)));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(testing::collect(*streams[i]).tokens, cases[i % 3].greedy);
+  EXPECT_GT(engine->stats().num_preemptions, 0);
+}
+
+TEST(Engine, PrefixCacheSkipsWorkAndChangesNothing) {
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto c = golden_cases()[2];  // 29 tokens: 7 full blocks of 4
+  auto first = testing::run_request(*engine, greedy(c.prompt, 32));
+  int64_t computed_after_first = engine->stats().num_prompt_tokens_computed;
+  auto second = testing::run_request(*engine, greedy(c.prompt, 32));
+  EXPECT_EQ(first.tokens, c.greedy);
+  EXPECT_EQ(second.tokens, c.greedy);
+  EXPECT_EQ(first.num_cached_prompt_tokens, 0);
+  EXPECT_EQ(second.num_cached_prompt_tokens, 28);
+  EXPECT_EQ(engine->stats().num_prompt_tokens_computed - computed_after_first, 1);
+  EXPECT_EQ(engine->stats().num_prefix_hit_tokens, 28);
+}
+
+TEST(Engine, SeededSamplingIsReproducibleAloneOrBatched) {
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto sampled = [](std::vector<int32_t> prompt, uint64_t seed) {
+    GenerationRequest r{std::move(prompt), {}};
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_p = 0.9f;
+    r.sampling.seed = seed;
+    r.sampling.max_tokens = 20;
+    r.sampling.ignore_eos = true;
+    return r;
+  };
+  auto cases = golden_cases();
+  auto alone = testing::run_request(*engine, sampled(cases[0].prompt, 42));
+  std::vector<std::shared_ptr<RequestStream>> batch;
+  for (int i = 0; i < 5; ++i) batch.push_back(engine->submit(sampled(cases[i % 3].prompt, i == 2 ? 42 : 7 + i)));
+  std::vector<testing::RequestResult> results;
+  for (auto& s : batch) results.push_back(testing::collect(*s));
+  EXPECT_EQ(results[2].tokens.size(), 20u);
+  if (cases[2 % 3].prompt == cases[0].prompt) EXPECT_EQ(results[2].tokens, alone.tokens);
+  auto again = testing::run_request(*engine, sampled(cases[0].prompt, 42));
+  EXPECT_EQ(again.tokens, alone.tokens);
+  EXPECT_EQ(again.logprobs, alone.logprobs);
+}
+
+TEST(Engine, BadRequestsFailAloneWithClearErrors) {
+  auto engine = Engine::create(options_with(16, 2048, true));
+  auto good = engine->submit(greedy(golden_cases()[0].prompt, 32));
+  auto too_long = testing::run_request(*engine, greedy(std::vector<int32_t>(250, 5), 10));
+  EXPECT_EQ(too_long.finish_reason, FinishReason::kError);
+  EXPECT_NE(too_long.error.find("exceeds the model's context length of 256"), std::string::npos) << too_long.error;
+  auto too_big = testing::run_request(*engine, greedy(std::vector<int32_t>(60, 5), 10));
+  EXPECT_NE(too_big.error.find("the whole cache has 16"), std::string::npos) << too_big.error;
+  auto empty = testing::run_request(*engine, greedy({}, 10));
+  EXPECT_NE(empty.error.find("prompt is empty"), std::string::npos);
+  auto bad_id = testing::run_request(*engine, greedy({1, 100000}, 10));
+  EXPECT_NE(bad_id.error.find("outside the vocabulary"), std::string::npos);
+  GenerationRequest bad_p = greedy({1, 2}, 4);
+  bad_p.sampling.top_p = 1.5f;
+  EXPECT_NE(testing::run_request(*engine, bad_p).error.find("top_p must be in (0, 1]"), std::string::npos);
+  EXPECT_EQ(testing::collect(*good).tokens, golden_cases()[0].greedy);
+}
+
+TEST(Engine, StopTokensMinTokensAndEos) {
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto c = golden_cases()[0];
+  GenerationRequest r = greedy(c.prompt, 32);
+  r.sampling.stop_token_ids = {c.greedy[5]};
+  auto stopped = testing::run_request(*engine, r);
+  size_t first = std::find(c.greedy.begin(), c.greedy.end(), c.greedy[5]) - c.greedy.begin();
+  EXPECT_EQ(stopped.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(stopped.tokens, std::vector<int32_t>(c.greedy.begin(), c.greedy.begin() + first + 1));
+  r.sampling.min_tokens = static_cast<int64_t>(first) + 2;
+  auto later = testing::run_request(*engine, r);
+  EXPECT_GE(later.tokens.size(), first + 2);
+  EXPECT_EQ(engine->eos_token_ids(), std::vector<int32_t>{2});
+}
+
+TEST(Engine, CancellationAtAnyPointFreesEverything) {
+  auto engine = Engine::create(options_with(64, 8, true));
+  auto cases = golden_cases();
+  std::mt19937 rng(5);
+  for (int round = 0; round < 10; ++round) {
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int i = 0; i < 4; ++i) streams.push_back(engine->submit(greedy(cases[i % 3].prompt, 32)));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 5000));
+    engine->cancel(streams[round % 4]->id());
+    for (size_t i = 0; i < streams.size(); ++i) {
+      auto result = testing::collect(*streams[i]);
+      if (static_cast<int>(i) == round % 4) {
+        EXPECT_TRUE(result.finish_reason == FinishReason::kCancelled || result.finish_reason == FinishReason::kLength);
+      } else {
+        EXPECT_EQ(result.tokens, cases[i % 3].greedy);
+      }
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(engine->stats().num_blocks_in_use, 0);
+}
+
+TEST(Engine, ShutdownCancelsInFlightRequests) {
+  auto engine = Engine::create(options_with(256, 4, true));
+  auto stream = engine->submit(greedy(golden_cases()[2].prompt, 32));
+  engine->shutdown();
+  auto result = testing::collect(*stream);
+  EXPECT_TRUE(result.finish_reason == FinishReason::kCancelled || result.finish_reason == FinishReason::kLength);
+  EXPECT_EQ(testing::run_request(*engine, greedy({1, 2}, 2)).finish_reason, FinishReason::kCancelled);
+}
+
+}  // namespace
+}  // namespace brisk
