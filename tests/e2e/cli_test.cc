@@ -39,7 +39,10 @@ nlohmann::json goldens() { return nlohmann::json::parse(testing::read_file(model
 
 std::string ids_arg(const std::vector<int32_t>& ids) {
   std::string out;
-  for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
   return out;
 }
 
