@@ -11,5 +11,6 @@ namespace brisk::cli {
 using Runner = std::function<int()>;
 
 Runner add_generate_command(CLI::App& app);
+Runner add_tokenize_command(CLI::App& app);
 
 }  // namespace brisk::cli

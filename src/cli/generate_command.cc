@@ -1,6 +1,6 @@
-// `brisk generate`: one prompt through the engine, greedy or sampled, printed as text or as
-// one JSON object.
-#include <charconv>
+// `brisk generate`: one prompt (ids, text or a chat message) through the engine, greedy or
+// sampled; streams text to the terminal, or prints one JSON object with --json.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -10,7 +10,9 @@
 
 #include "brisk/engine.h"
 #include "cli/commands.h"
+#include "cli/prompt_input.h"
 #include "core/error.h"
+#include "tokenizer/incremental_detokenizer.h"
 
 namespace brisk::cli {
 namespace {
@@ -18,47 +20,47 @@ namespace {
 struct GenerateArgs {
   EngineOptions engine;
   SamplingParams sampling;
-  std::string prompt_ids;
+  PromptInput prompt;
   bool json = false;
 };
 
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    int32_t value = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    BRISK_CHECK(!item.empty() && ec == std::errc() && end == item.data() + item.size(),
-                "--prompt-ids: '{}' is not a token id (expected comma-separated integers like 1,2,3)", item);
-    ids.push_back(value);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return ids;
-}
-
 int run_generate(GenerateArgs& args) {
+  auto tokenizer = load_tokenizer_if_any(args.engine.model_dir);
+  std::vector<int32_t> prompt = resolve_prompt(args.prompt, args.engine.model_dir, tokenizer.get());
   auto engine = Engine::create(args.engine);
-  auto stream = engine->submit({parse_ids(args.prompt_ids), args.sampling});
+  auto stream = engine->submit({prompt, args.sampling});
+  std::unique_ptr<IncrementalDetokenizer> detokenizer;
+  if (tokenizer) detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer, /*skip_special_tokens=*/true);
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
+  std::string text;
   RequestEvent event;
   while ((event = *stream->next()).kind == RequestEvent::Kind::kToken) {
     tokens.push_back(event.token);
     logprobs.push_back(event.logprob);
+    if (!detokenizer) continue;
+    std::string delta = detokenizer->add(event.token);
+    text += delta;
+    if (!args.json) {
+      fmt::print("{}", delta);
+      std::fflush(stdout);
+    }
   }
   if (event.finish_reason == FinishReason::kError) throw Error(ErrorCode::kInvalidArgument, event.error);
+  if (detokenizer) {
+    std::string rest = detokenizer->finish();
+    text += rest;
+    if (!args.json) fmt::print("{}\n", rest);
+  }
   if (args.json) {
     nlohmann::json out = {{"token_ids", tokens}, {"finish_reason", finish_reason_name(event.finish_reason)},
-                          {"logprobs", logprobs}};
+                          {"logprobs", logprobs}, {"prompt_token_ids", prompt}};
+    if (tokenizer) out["text"] = text;
     fmt::print("{}\n", out.dump());
-  } else {
-    fmt::print("{}\nfinish_reason: {}\n", fmt::join(tokens, ","), finish_reason_name(event.finish_reason));
+  } else if (!tokenizer) {
+    fmt::print("{}\n", fmt::join(tokens, ","));
   }
+  if (!args.json) fmt::print(stderr, "finish_reason: {}\n", finish_reason_name(event.finish_reason));
   return 0;
 }
 
@@ -71,7 +73,7 @@ Runner add_generate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate a continuation of one prompt (greedy or sampled)");
   cmd->add_option("--model", args->engine.model_dir, "Hugging Face model folder (config.json, *.safetensors, ...)")
       ->required();
-  cmd->add_option("--prompt-ids", args->prompt_ids, "prompt as comma-separated token ids, e.g. 1,2,3")->required();
+  add_prompt_options(cmd, args->prompt);
   cmd->add_option("--backend", args->engine.backend, "cpu or cuda")->capture_default_str();
   cmd->add_option("--max-model-len", args->engine.max_model_len, "context length (default: max_position_embeddings)");
   cmd->add_option("--kv-cache-memory", args->engine.kv_cache_memory,
@@ -94,7 +96,7 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", s.seed, "random seed for sampling (default: random)");
   cmd->add_option("--stop-token-ids", s.stop_token_ids, "extra token ids that end generation")->delimiter(',');
   cmd->add_flag("--ignore-eos", s.ignore_eos, "do not stop at end-of-sequence tokens");
-  cmd->add_flag("--json", args->json, "print one JSON object: token_ids, finish_reason, logprobs");
+  cmd->add_flag("--json", args->json, "print one JSON object: token_ids, text, finish_reason, logprobs");
   return [args] { return run_generate(*args); };
 }
 

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     commands.emplace_back(app.get_subcommands({}).at(before), std::move(run));
   };
   register_command(&brisk::cli::add_generate_command);
+  register_command(&brisk::cli::add_tokenize_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,91 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/cuda/runtime/cuda_check.h"
+#include "backend/cuda/runtime/device.h"
+#include "core/error.h"
+
+namespace brisk {
+namespace {
+
+// The device selection must happen before any member allocates or creates a stream.
+cuda::CachingAllocator& selected_allocator() {
+  cuda::select_device();
+  return cuda::device_allocator();
+}
+
+DType activation_override() {
+  const char* env = std::getenv("BRISK_CUDA_ACTIVATION_DTYPE");
+  if (env == nullptr || *env == '\0') return DType::kU8;
+  const std::string name(env);
+  if (name == "f32") return DType::kF32;
+  if (name == "bf16") return DType::kBF16;
+  if (name == "f16") return DType::kF16;
+  throw_error(ErrorCode::kInvalidArgument,
+              "BRISK_CUDA_ACTIVATION_DTYPE is '{}' but must be f32, bf16 or f16", name);
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend() : allocator_(selected_allocator()), activation_override_(activation_override()) {
+  context_.stream = stream_.get();
+  context_.allocator = &allocator_;
+  context_.num_sms = cuda::select_device().num_sms;
+  gemm_ = std::make_unique<cuda::GemmRunner>(allocator_);
+}
+
+CudaBackend::~CudaBackend() {
+  // Queued work may still use memory that is about to return to the cache; errors are ignored
+  // (destructors must not throw).
+  cudaStreamSynchronize(stream_.get());
+}
+
+DType CudaBackend::activation_dtype(DType weight_dtype) const {
+  if (activation_override_ != DType::kU8) return activation_override_;
+  return weight_dtype == DType::kF16 ? DType::kF16 : DType::kBF16;
+}
+
+void CudaBackend::copy(TensorView dst, TensorView src) {
+  BRISK_CHECK(!dst.empty() && !src.empty(), "copy: dst ({}) and src ({}) must both be given",
+              dst.describe(), src.describe());
+  BRISK_CHECK(dst.shape() == src.shape(), "copy: dst is {} but src is {}: shapes differ",
+              dst.describe(), src.describe());
+  BRISK_CHECK(dst.dtype() == src.dtype(), "copy: dst is {} but src is {}: dtypes differ (use convert)",
+              dst.describe(), src.describe());
+  BRISK_CHECK(dst.is_contiguous() && src.is_contiguous(),
+              "copy: dst ({}) and src ({}) must both be contiguous", dst.describe(), src.describe());
+  const size_t num_bytes = src.num_bytes();
+  if (num_bytes == 0) return;
+  const bool dst_host = dst.device() == Device::kCpu;
+  const bool src_host = src.device() == Device::kCpu;
+  if (dst_host && src_host) {
+    // Device work never touches host views, so no ordering is needed.
+    std::memmove(dst.data(), src.data(), num_bytes);
+  } else if (src_host) {
+    staging_.copy_to_device(dst.data(), src.data(), num_bytes, stream_.get());
+  } else if (dst_host) {
+    BRISK_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), num_bytes, cudaMemcpyDeviceToHost,
+                                     stream_.get()));
+    stream_.synchronize();  // the caller reads dst next
+  } else {
+    BRISK_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), num_bytes, cudaMemcpyDeviceToDevice,
+                                     stream_.get()));
+  }
+}
+
+void CudaBackend::convert(TensorView dst, TensorView src) { cuda::convert(context_, dst, src); }
+void CudaBackend::synchronize() { stream_.synchronize(); }
+void CudaBackend::embedding(const EmbeddingParams& p) { cuda::embedding(context_, p); }
+void CudaBackend::rms_norm(const RmsNormParams& p) { cuda::rms_norm(context_, p); }
+void CudaBackend::rope_kv_append(const RopeKvAppendParams& p) { cuda::rope_kv_append(context_, p); }
+void CudaBackend::gemm(const GemmParams& p) { gemm_->run(context_, p); }
+void CudaBackend::attention(const AttentionParams& p) { cuda::attention(context_, p); }
+void CudaBackend::silu_mul(const SiluMulParams& p) { cuda::silu_mul(context_, p); }
+void CudaBackend::sample(const SampleParams& p) { cuda::sample(context_, p); }
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+
+}  // namespace brisk

@@ -1,0 +1,63 @@
+// The CUDA backend (Hopper, sm_90a): device memory from the caching allocator, all work queued
+// in order on one stream, ops in ops/ and kernels in kernels/. Activations and the KV cache are
+// bf16 (f16 for f16 checkpoints); every op accumulates in fp32.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/cuda/ops/cuda_ops.h"
+#include "backend/cuda/ops/gemm_runner.h"
+#include "backend/cuda/runtime/caching_allocator.h"
+#include "backend/cuda/runtime/pinned_staging.h"
+#include "backend/cuda/runtime/stream.h"
+
+namespace brisk {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend();
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  Device device() const override { return Device::kCuda; }
+  Allocator& allocator() override { return allocator_; }
+  bool shares_host_memory() const override { return false; }
+  // bf16 for bf16 and f32 checkpoints (f32 weights then run full-fp32 GEMMs, see gemm_runner.h),
+  // f16 for f16 checkpoints (their weights may exceed bf16's precision but fit f16's range).
+  // BRISK_CUDA_ACTIVATION_DTYPE=f32|bf16|f16 overrides this, for accuracy checks: an f32
+  // checkpoint with f32 activations runs every op in fp32 and must match the CPU reference
+  // closely.
+  DType activation_dtype(DType weight_dtype) const override;
+
+  // Any direction between host (Device::kCpu) and device views. Host-to-device copies return
+  // once the caller's memory may be reused; device-to-host copies return once the data is there.
+  void copy(TensorView dst, TensorView src) override;
+  void convert(TensorView dst, TensorView src) override;
+  void synchronize() override;
+
+  void embedding(const EmbeddingParams& p) override;
+  void rms_norm(const RmsNormParams& p) override;
+  void rope_kv_append(const RopeKvAppendParams& p) override;
+  void gemm(const GemmParams& p) override;
+  void attention(const AttentionParams& p) override;
+  void silu_mul(const SiluMulParams& p) override;
+  void sample(const SampleParams& p) override;
+
+  cudaStream_t stream() const { return stream_.get(); }
+  cuda::CachingAllocator& caching_allocator() { return allocator_; }
+
+ private:
+  cuda::CachingAllocator& allocator_;
+  DType activation_override_ = DType::kU8;  // kU8: no override
+  cuda::Stream stream_;
+  cuda::PinnedStaging staging_;
+  cuda::OpContext context_;
+  std::unique_ptr<cuda::GemmRunner> gemm_;
+};
+
+// Selects the device (BRISK_CUDA_DEVICE, else 0) and creates a backend on it.
+std::unique_ptr<Backend> make_cuda_backend();
+
+}  // namespace brisk

@@ -1,0 +1,180 @@
+// The boundary between the host side of the CUDA ops (ops/*.cc: parameter checks, kernel
+// choice, scratch memory) and the kernels (kernels/*.cu). Arguments are plain structs of
+// pointers, element strides and sizes, so that .cu files need no brisk headers that nvcc
+// cannot compile (fmt). Strides are in elements of the tensor's own type unless named _bytes.
+// Every launcher queues work on the given stream and checks the launch.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace brisk {
+struct SamplingRow;
+}
+
+namespace brisk::cuda {
+
+// The float element types kernels read and write; kernels switch on it at run time (the
+// branch is uniform across a warp and costs nothing next to the memory traffic), which keeps
+// the number of template instantiations, and so the compile time, small.
+enum class FloatType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+// dst = src converted. With num_cols == 0 both are contiguous arrays of num_elements; else
+// both are [num_elements / num_cols, num_cols] matrices with the given row strides.
+struct ConvertArgs {
+  const void* src = nullptr;
+  FloatType src_type = FloatType::kF32;
+  void* dst = nullptr;
+  FloatType dst_type = FloatType::kF32;
+  int64_t num_elements = 0;
+  int64_t num_cols = 0;
+  int64_t src_stride = 0;
+  int64_t dst_stride = 0;
+};
+void launch_convert(const ConvertArgs& a, cudaStream_t stream);
+
+// out[t] = table[ids[t]], either raw bytes (same dtype) or converted (float dtypes).
+struct EmbeddingArgs {
+  const void* table = nullptr;
+  int64_t table_stride_bytes = 0;
+  FloatType table_type = FloatType::kF32;
+  const int32_t* ids = nullptr;  // [num_tokens]; ids outside [0, num_rows) give zero rows
+  int64_t num_rows = 0;
+  void* out = nullptr;
+  int64_t out_stride_bytes = 0;
+  FloatType out_type = FloatType::kF32;
+  int64_t num_tokens = 0;
+  int64_t dim = 0;
+  bool raw_copy = false;  // same dtype: copy row_bytes as is
+  int64_t row_bytes = 0;
+};
+void launch_embedding(const EmbeddingArgs& a, cudaStream_t stream);
+
+struct RmsNormArgs {
+  const void* x = nullptr;
+  int64_t x_stride = 0;
+  FloatType x_type = FloatType::kF32;
+  void* residual = nullptr;  // optional
+  int64_t residual_stride = 0;
+  FloatType residual_type = FloatType::kF32;
+  const void* weight = nullptr;
+  FloatType weight_type = FloatType::kF32;
+  void* out = nullptr;
+  int64_t out_stride = 0;
+  FloatType out_type = FloatType::kF32;
+  int64_t num_rows = 0;
+  int64_t dim = 0;
+  float eps = 1e-6f;
+  bool vectorized = false;  // dim % 8 == 0 and every row start 16-byte aligned
+};
+void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream);
+
+struct RopeKvAppendArgs {
+  void* qkv = nullptr;
+  int64_t qkv_stride = 0;
+  FloatType qkv_type = FloatType::kF32;
+  const int32_t* positions = nullptr;
+  const float* cos_sin = nullptr;
+  int64_t cos_sin_stride = 0;
+  int64_t num_positions = 0;  // positions outside [0, num_positions) leave the token untouched
+  const void* q_norm = nullptr;  // optional
+  FloatType q_norm_type = FloatType::kF32;
+  const void* k_norm = nullptr;  // optional
+  FloatType k_norm_type = FloatType::kF32;
+  float norm_eps = 1e-6f;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  const int32_t* slot_mapping = nullptr;
+  void* k_cache = nullptr;
+  FloatType k_type = FloatType::kF32;
+  void* v_cache = nullptr;
+  FloatType v_type = FloatType::kF32;
+  int64_t num_slots = 0;  // slots >= num_slots are skipped like negative ones
+  int block_size = 0;
+  int64_t num_tokens = 0;
+};
+void launch_rope_kv_append(const RopeKvAppendArgs& a, cudaStream_t stream);
+
+struct SiluMulArgs {
+  const void* x = nullptr;
+  int64_t x_stride = 0;
+  FloatType x_type = FloatType::kF32;
+  void* out = nullptr;
+  int64_t out_stride = 0;
+  FloatType out_type = FloatType::kF32;
+  int64_t num_tokens = 0;
+  int64_t dim = 0;
+  bool vectorized = false;
+};
+void launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream);
+
+// y[m, n] = (accumulate ? y[m, n] : 0) + bias[n]; bias may be null (then y = 0 or unchanged).
+struct BiasArgs {
+  void* y = nullptr;
+  int64_t y_stride = 0;
+  FloatType y_type = FloatType::kF32;
+  const void* bias = nullptr;
+  FloatType bias_type = FloatType::kF32;
+  int64_t num_rows = 0;
+  int64_t num_cols = 0;
+  bool accumulate = true;
+};
+void launch_bias(const BiasArgs& a, cudaStream_t stream);
+
+struct AttentionArgs {
+  const void* q = nullptr;
+  int64_t q_stride = 0;
+  FloatType q_type = FloatType::kF32;
+  const void* k_cache = nullptr;
+  FloatType k_type = FloatType::kF32;
+  const void* v_cache = nullptr;
+  FloatType v_type = FloatType::kF32;
+  const int32_t* block_tables = nullptr;
+  int64_t max_blocks_per_seq = 0;
+  int64_t num_cache_blocks = 0;  // block ids outside [0, num_cache_blocks) read as zeros
+  const int32_t* query_start = nullptr;
+  const int32_t* context_lens = nullptr;
+  void* out = nullptr;
+  int64_t out_stride = 0;
+  FloatType out_type = FloatType::kF32;
+  int num_seqs = 0;
+  int num_tokens = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 0;
+  float scale = 1.0f;
+  int sliding_window = 0;
+  int max_query_len = 0;    // an upper bound of every sequence's query count
+  int max_context_len = 0;  // an upper bound of every context_lens
+  // Split-KV (flash-decoding): > 1 splits each (query tile, kv head) over key ranges, writing
+  // fp32 partials that a second kernel combines. Choose with attention_num_splits().
+  int num_splits = 1;
+  float* partial_acc = nullptr;  // [num_splits, num_tokens, num_heads, head_dim]
+  float* partial_ml = nullptr;   // [num_splits, num_tokens, num_heads, 2]: running max, sum
+};
+bool attention_supports_head_dim(int head_dim);
+int attention_num_splits(const AttentionArgs& a, int num_sms);
+void launch_attention(const AttentionArgs& a, cudaStream_t stream);
+
+struct SampleArgs {
+  float* logits = nullptr;  // [num_seqs, vocab], modified in place
+  int64_t logits_stride = 0;
+  const float* raw_logits = nullptr;  // optional copy of the logits before the call (logprobs)
+  int64_t raw_stride = 0;
+  const SamplingRow* rows = nullptr;
+  const int32_t* prompt_start = nullptr;  // optional ragged lists
+  const int32_t* prompt_tokens = nullptr;
+  const int32_t* output_start = nullptr;
+  const int32_t* output_tokens = nullptr;
+  uint32_t* counts = nullptr;  // [num_seqs, vocab] zeroed scratch when a list is given
+  int32_t* out_tokens = nullptr;
+  float* out_logprobs = nullptr;  // optional
+  int64_t num_seqs = 0;
+  int64_t vocab = 0;
+};
+void launch_sample(const SampleArgs& a, cudaStream_t stream);
+
+}  // namespace brisk::cuda

@@ -1,0 +1,176 @@
+// Row normalisation kernels: rms_norm (with the fused residual add) and rope_kv_append (per-head
+// q/k RMSNorm, rotate-half RoPE, paged KV write). fp32 math, one block per row / token.
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/runtime/cuda_check.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr int kNormThreads = 256;
+constexpr int kRopeThreads = 128;
+constexpr int kMaxRopePairsPerLane = 8;  // head_dim <= 2 * 32 * 8 = 512
+
+// value as stored in type and read back (what the next reader of a rounded tensor sees).
+__device__ __forceinline__ float round_to(float value, FloatType type) {
+  return type == FloatType::kF32 ? value : bits_to_float(float_to_bits(value, type), type);
+}
+
+// Pass 1 adds the residual (storing it rounded, then using the rounded value as the CPU
+// reference does) and sums squares; pass 2 re-reads the row (each thread its own elements,
+// which it wrote itself, so no barrier is needed for them) and writes the normalised output.
+// out may alias x: a thread reads x[i] before writing out[i] for the same i.
+__global__ void rms_norm_kernel(RmsNormArgs a) {
+  __shared__ float scratch[32];
+  const bool has_residual = a.residual != nullptr;
+  for (int64_t r = blockIdx.x; r < a.num_rows; r += gridDim.x) {
+    const void* x = row_ptr(a.x, a.x_type, r, a.x_stride);
+    void* residual = has_residual ? row_ptr(a.residual, a.residual_type, r, a.residual_stride) : nullptr;
+    void* out = row_ptr(a.out, a.out_type, r, a.out_stride);
+    float sum_squares = 0.0f;
+    if (a.vectorized) {
+      for (int64_t i = threadIdx.x * 8; i < a.dim; i += blockDim.x * 8) {
+        float v[8];
+        load8(x, a.x_type, i, v);
+        if (has_residual) {
+          float res[8];
+          load8(residual, a.residual_type, i, res);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) res[j] += v[j];
+          store8(residual, a.residual_type, i, res);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) v[j] = round_to(res[j], a.residual_type);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) sum_squares += v[j] * v[j];
+      }
+    } else {
+      for (int64_t i = threadIdx.x; i < a.dim; i += blockDim.x) {
+        float v = load_one(x, a.x_type, i);
+        if (has_residual) {
+          const float sum = load_one(residual, a.residual_type, i) + v;
+          store_one(residual, a.residual_type, i, sum);
+          v = round_to(sum, a.residual_type);
+        }
+        sum_squares += v * v;
+      }
+    }
+    const float total = block_sum(sum_squares, scratch);
+    const float inv_rms = 1.0f / sqrtf(total / static_cast<float>(a.dim) + a.eps);
+    const void* src = has_residual ? residual : x;
+    const FloatType src_type = has_residual ? a.residual_type : a.x_type;
+    if (a.vectorized) {
+      for (int64_t i = threadIdx.x * 8; i < a.dim; i += blockDim.x * 8) {
+        float v[8], w[8];
+        load8(src, src_type, i, v);
+        load8(a.weight, a.weight_type, i, w);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = v[j] * inv_rms * w[j];
+        store8(out, a.out_type, i, v);
+      }
+    } else {
+      for (int64_t i = threadIdx.x; i < a.dim; i += blockDim.x) {
+        const float v = load_one(src, src_type, i);
+        store_one(out, a.out_type, i, v * inv_rms * load_one(a.weight, a.weight_type, i));
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
+  return value;
+}
+
+// One block per token; warp w handles heads w, w + num_warps, ...; lane l handles the rotation
+// pairs (i, i + half) for i = l, l + 32, ... The fp32 result goes both to qkv (rounded to its
+// dtype) and, for k heads, to the cache (rounded once to the cache's dtype), like the CPU op.
+__global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int num_warps = blockDim.x / 32;
+  const int half = a.head_dim / 2;
+  for (int64_t t = blockIdx.x; t < a.num_tokens; t += gridDim.x) {
+    const int32_t position = a.positions[t];
+    if (position < 0 || position >= a.num_positions) continue;
+    const int32_t slot = a.slot_mapping[t];
+    const bool write_cache = slot >= 0 && slot < a.num_slots;
+    const int64_t block = write_cache ? slot / a.block_size : 0;
+    const int64_t offset = write_cache ? slot % a.block_size : 0;
+    const float* cos = a.cos_sin + position * a.cos_sin_stride;
+    const float* sin = cos + half;
+    void* row = row_ptr(a.qkv, a.qkv_type, t, a.qkv_stride);
+
+    for (int h = warp; h < a.num_heads + a.num_kv_heads; h += num_warps) {
+      const bool is_q = h < a.num_heads;
+      const int64_t head_start = int64_t{h} * a.head_dim;
+      float x1[kMaxRopePairsPerLane], x2[kMaxRopePairsPerLane];
+      float sum_squares = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kMaxRopePairsPerLane; ++c) {
+        const int i = lane + 32 * c;
+        x1[c] = i < half ? load_one(row, a.qkv_type, head_start + i) : 0.0f;
+        x2[c] = i < half ? load_one(row, a.qkv_type, head_start + half + i) : 0.0f;
+        sum_squares += x1[c] * x1[c] + x2[c] * x2[c];
+      }
+      const void* norm = is_q ? a.q_norm : a.k_norm;
+      const FloatType norm_type = is_q ? a.q_norm_type : a.k_norm_type;
+      float inv_rms = 1.0f;
+      if (norm != nullptr) {
+        inv_rms = 1.0f / sqrtf(warp_sum(sum_squares) / static_cast<float>(a.head_dim) + a.norm_eps);
+      }
+      const int64_t cache_index =
+          ((block * a.num_kv_heads + (h - a.num_heads)) * a.block_size + offset) * a.head_dim;
+#pragma unroll
+      for (int c = 0; c < kMaxRopePairsPerLane; ++c) {
+        const int i = lane + 32 * c;
+        if (i >= half) continue;
+        float v1 = x1[c], v2 = x2[c];
+        if (norm != nullptr) {
+          v1 = v1 * inv_rms * load_one(norm, norm_type, i);
+          v2 = v2 * inv_rms * load_one(norm, norm_type, half + i);
+        }
+        // Separately rounded products, as the CPU reference computes them (no FMA contraction).
+        const float y1 = __fsub_rn(__fmul_rn(v1, cos[i]), __fmul_rn(v2, sin[i]));
+        const float y2 = __fadd_rn(__fmul_rn(v2, cos[i]), __fmul_rn(v1, sin[i]));
+        store_one(row, a.qkv_type, head_start + i, y1);
+        store_one(row, a.qkv_type, head_start + half + i, y2);
+        if (!is_q && write_cache) {
+          store_one(a.k_cache, a.k_type, cache_index + i, y1);
+          store_one(a.k_cache, a.k_type, cache_index + half + i, y2);
+        }
+      }
+    }
+    if (!write_cache) continue;
+    // v heads: copied (converted) into the cache; qkv's v part is not modified.
+    const int64_t v_start = int64_t{a.num_heads + a.num_kv_heads} * a.head_dim;
+    for (int64_t e = threadIdx.x; e < int64_t{a.num_kv_heads} * a.head_dim; e += blockDim.x) {
+      const int64_t g = e / a.head_dim;
+      const int64_t d = e % a.head_dim;
+      const int64_t cache_index = ((block * a.num_kv_heads + g) * a.block_size + offset) * a.head_dim + d;
+      store_one(a.v_cache, a.v_type, cache_index, load_one(row, a.qkv_type, v_start + e));
+    }
+  }
+}
+
+}  // namespace
+
+void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {
+  if (a.num_rows == 0) return;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.num_rows, 1 << 20));
+  rms_norm_kernel<<<blocks, kNormThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
+
+void launch_rope_kv_append(const RopeKvAppendArgs& a, cudaStream_t stream) {
+  if (a.num_tokens == 0) return;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.num_tokens, 1 << 20));
+  rope_kv_append_kernel<<<blocks, kRopeThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,400 @@
+// Token sampling on the device, one thread block per sequence, reproducing the CPU reference
+// (src/backend/cpu/sample.cc) step by step:
+//   penalties (repetition over prompt + output, frequency/presence over output) -> greedy argmax
+//   (lowest index on ties) or temperature -> top_k -> top_p -> min_p -> inverse-CDF draw with the
+//   same counter-based uniform(seed, step); the log-probability comes from the raw logits.
+// Performance: one block reads a row many times (latency-bound on one SM): ~60 us greedy and
+// ~1 ms with top-k/top-p at vocab 128k before loop unrolling; splitting a row over several
+// blocks or pre-filtering candidates is the next step.
+// Sort-free: the top-k / top-p thresholds are found by a 16-ary search over the logits' 32-bit
+// order-preserving keys (8 passes of 4 bits), each pass a block-wide histogram of counts or
+// probability mass. Weights are exp(logit - max) in fp32 summed in double (the CPU uses double
+// exp): the chosen token can differ from the CPU's only when a cumulative probability lies within
+// ~1e-7 of a boundary.
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/runtime/cuda_check.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int kBins = 16;
+constexpr float kMinTemperature = 1e-5f;  // as the CPU reference (vLLM's epsilon)
+
+struct SampleShared {
+  float bins[kBins][kThreads];  // per-thread histograms: no atomics, no bank conflicts
+  double warp_double[kWarps];
+  float warp_float[kWarps];
+  int warp_int[kWarps];
+  double bin_total[kBins];
+  uint32_t key;
+  int token;
+  int last_positive;
+  int found;
+  double value;
+};
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Exactly cpu::sampling_uniform (see its definition for the recipe).
+__device__ __forceinline__ double sampling_uniform(uint64_t seed, uint64_t step) {
+  const uint64_t bits = splitmix64(splitmix64(seed) ^ step);
+  return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);  // 2^-53
+}
+
+// Order-preserving map of floats to unsigned keys (larger float, larger key).
+__device__ __forceinline__ uint32_t float_key(float value) {
+  const uint32_t bits = __float_as_uint(value);
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+__device__ __forceinline__ float key_float(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
+}
+
+__device__ double block_sum_double(double value, SampleShared& sh) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sh.warp_double[threadIdx.x / 32] = value;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kWarps; ++w) total += sh.warp_double[w];  // same order in every thread
+  return total;
+}
+
+__device__ float block_max(float value, SampleShared& sh) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    value = fmaxf(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sh.warp_float[threadIdx.x / 32] = value;
+  __syncthreads();
+  float result = -INFINITY;
+  for (int w = 0; w < kWarps; ++w) result = fmaxf(result, sh.warp_float[w]);
+  return result;
+}
+
+__device__ float row_max(const float* logits, int64_t vocab, SampleShared& sh) {
+  float value = -INFINITY;
+#pragma unroll 8
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) value = fmaxf(value, logits[v]);
+  return block_max(value, sh);
+}
+
+// The first index of the largest value; 0 when every logit is -inf or NaN (the CPU's argmax
+// starts at index 0 and only moves on a strictly greater value).
+__device__ int block_argmax(const float* logits, int64_t vocab, SampleShared& sh) {
+  float best = -INFINITY;
+  int best_index = INT32_MAX;
+#pragma unroll 8
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    if (logits[v] > best) {  // per thread, indices ascend: the first maximum stays
+      best = logits[v];
+      best_index = static_cast<int>(v);
+    }
+  }
+  const float max_value = block_max(best, sh);
+  int candidate = (best_index != INT32_MAX && best == max_value) ? best_index : INT32_MAX;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    candidate = min(candidate, __shfl_xor_sync(0xFFFFFFFFu, candidate, offset));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sh.warp_int[threadIdx.x / 32] = candidate;
+  __syncthreads();
+  int result = INT32_MAX;
+  for (int w = 0; w < kWarps; ++w) result = min(result, sh.warp_int[w]);
+  return result == INT32_MAX ? 0 : result;
+}
+
+// The largest key K such that f(K) >= target, where f(K) is the number (kMass false) or the
+// probability mass exp(logit - max_logit) (kMass true) of the logits whose key is >= K. f does
+// not increase with K, so K is found 4 bits at a time from the top: with the bits above `shift`
+// fixed in prefix, candidate c_d = prefix | d << shift, and f(c_d) is the sum of the histogram
+// bins >= d of the digits (key - prefix) >> shift (clamped to 15; keys below prefix add nothing).
+template <bool kMass>
+__device__ uint32_t select_key(const float* logits, int64_t vocab, double target, float max_logit,
+                               SampleShared& sh) {
+  uint32_t prefix = 0;
+  for (int shift = 28; shift >= 0; shift -= 4) {
+#pragma unroll
+    for (int d = 0; d < kBins; ++d) sh.bins[d][threadIdx.x] = 0.0f;
+#pragma unroll 8
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+      const float logit = logits[v];
+      const uint32_t key = float_key(logit);
+      if (key < prefix) continue;
+      const uint32_t digit = min((key - prefix) >> shift, 15u);
+      const float weight = kMass ? (logit > -INFINITY ? expf(logit - max_logit) : 0.0f) : 1.0f;
+      sh.bins[digit][threadIdx.x] += weight;
+    }
+    __syncthreads();
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (warp < kBins) {
+      double sum = 0.0;
+      for (int t = lane; t < kThreads; t += 32) sum += sh.bins[warp][t];
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, offset);
+      if (lane == 0) sh.bin_total[warp] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int chosen = 0;
+      double at_least = 0.0;
+      for (int d = kBins - 1; d >= 1; --d) {
+        at_least += sh.bin_total[d];
+        if (at_least >= target) { chosen = d; break; }
+      }
+      sh.key = prefix | (static_cast<uint32_t>(chosen) << shift);
+    }
+    __syncthreads();
+    prefix = sh.key;
+    __syncthreads();  // sh.key and the bins are rewritten next pass
+  }
+  return prefix;
+}
+
+
+__device__ void apply_penalties(float* logits, const SampleArgs& a, const SamplingRow& row,
+                                int64_t s) {
+  if (a.counts == nullptr) return;
+  const bool repetition = row.repetition_penalty != 1.0f;
+  const bool additive = row.frequency_penalty != 0.0f || row.presence_penalty != 0.0f;
+  if (!repetition && !additive) return;
+  // counts[v] = 2 * (occurrences of v in the output) + (1 if v occurs in prompt or output).
+  uint32_t* counts = a.counts + s * a.vocab;
+  if (a.prompt_start != nullptr) {
+    for (int64_t i = a.prompt_start[s] + threadIdx.x; i < a.prompt_start[s + 1]; i += blockDim.x) {
+      const int32_t token = a.prompt_tokens[i];
+      if (token >= 0 && token < a.vocab) atomicOr(&counts[token], 1u);
+    }
+  }
+  if (a.output_start != nullptr) {
+    for (int64_t i = a.output_start[s] + threadIdx.x; i < a.output_start[s + 1]; i += blockDim.x) {
+      const int32_t token = a.output_tokens[i];
+      if (token >= 0 && token < a.vocab) {
+        atomicAdd(&counts[token], 2u);
+        atomicOr(&counts[token], 1u);
+      }
+    }
+  }
+  __syncthreads();  // the atomics above are visible to the whole block after the barrier
+  for (int64_t v = threadIdx.x; v < a.vocab; v += blockDim.x) {
+    const uint32_t c = counts[v];
+    if (c == 0) continue;
+    float logit = logits[v];
+    if (repetition) {  // each distinct token once, however often it occurs
+      logit = logit > 0.0f ? __fdiv_rn(logit, row.repetition_penalty)
+                           : __fmul_rn(logit, row.repetition_penalty);
+    }
+    const uint32_t output_count = c >> 1;
+    if (additive && output_count > 0) {
+      // Separately rounded, as the CPU computes logit -= freq * count + presence.
+      const float penalty = __fadd_rn(__fmul_rn(row.frequency_penalty, static_cast<float>(output_count)),
+                                      row.presence_penalty);
+      logit = __fsub_rn(logit, penalty);
+    }
+    logits[v] = logit;
+  }
+  __syncthreads();
+}
+
+// Keeps the logits >= the k-th largest (ties with it survive, as in the CPU reference).
+__device__ void apply_top_k(float* logits, int64_t vocab, int32_t top_k, SampleShared& sh) {
+  if (top_k <= 0 || top_k >= vocab) return;
+  const uint32_t threshold = select_key<false>(logits, vocab, static_cast<double>(top_k), 0.0f, sh);
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    if (float_key(logits[v]) < threshold) logits[v] = -INFINITY;
+  }
+  __syncthreads();
+}
+
+// The index of the n-th (1-based) logit in vocabulary order whose key is `key`, or -1.
+__device__ int nth_with_key(const float* logits, int64_t vocab, uint32_t key, int64_t n,
+                            SampleShared& sh) {
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  int64_t seen = 0;
+  if (threadIdx.x == 0) sh.found = -1;
+  for (int64_t base = 0; base < vocab; base += blockDim.x) {
+    const int64_t v = base + threadIdx.x;
+    const bool match = v < vocab && float_key(logits[v]) == key;
+    const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, match);
+    __syncthreads();  // warp_int and found from the previous chunk are consumed
+    if (lane == 0) sh.warp_int[warp] = __popc(ballot);
+    __syncthreads();
+    int64_t before = seen + __popc(ballot & ((1u << lane) - 1u));
+    int64_t chunk_total = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      if (w < warp) before += sh.warp_int[w];
+      chunk_total += sh.warp_int[w];
+    }
+    if (match && before + 1 == n) sh.found = static_cast<int>(v);
+    __syncthreads();
+    if (sh.found >= 0) break;  // uniform: every thread reads found after the barrier
+    seen += chunk_total;
+  }
+  const int found = sh.found;
+  __syncthreads();
+  return found;
+}
+
+// Keeps the smallest set of most probable tokens whose probability reaches top_p (at least one);
+// among equal logits the lower token id comes first.
+__device__ void apply_top_p(float* logits, int64_t vocab, float top_p, SampleShared& sh) {
+  if (!(top_p < 1.0f)) return;
+  const float max_logit = row_max(logits, vocab, sh);
+  if (!(max_logit > -INFINITY)) return;  // nothing left to choose from
+  double local = 0.0;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    if (logits[v] > -INFINITY) local += expf(logits[v] - max_logit);
+  }
+  const double target = static_cast<double>(top_p) * block_sum_double(local, sh);
+  const uint32_t threshold = select_key<true>(logits, vocab, target, max_logit, sh);
+  // Mass strictly above the threshold, and how many logits sit exactly on it.
+  double above = 0.0, ties = 0.0;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    const float logit = logits[v];
+    if (!(logit > -INFINITY)) continue;
+    const uint32_t key = float_key(logit);
+    if (key > threshold) above += expf(logit - max_logit);
+    if (key == threshold) ties += 1.0;
+  }
+  above = block_sum_double(above, sh);
+  ties = block_sum_double(ties, sh);
+  int boundary = -1;  // ties after this index are dropped
+  if (ties > 0.0) {
+    const double weight = expf(key_float(threshold) - max_logit);
+    double needed = ceil((target - above) / weight);
+    needed = fmin(fmax(needed, 1.0), ties);
+    if (needed < ties) boundary = nth_with_key(logits, vocab, threshold, static_cast<int64_t>(needed), sh);
+  }
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    const uint32_t key = float_key(logits[v]);
+    if (key < threshold || (key == threshold && boundary >= 0 && v > boundary)) logits[v] = -INFINITY;
+  }
+  __syncthreads();
+}
+
+// Drops tokens whose probability is below min_p times the largest probability.
+__device__ void apply_min_p(float* logits, int64_t vocab, float min_p, SampleShared& sh) {
+  if (!(min_p > 0.0f)) return;
+  const float max_logit = row_max(logits, vocab, sh);
+  if (!isfinite(max_logit)) return;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+    if (expf(logits[v] - max_logit) < min_p) logits[v] = -INFINITY;
+  }
+  __syncthreads();
+}
+
+// Inverse CDF in vocabulary order. Each thread owns a contiguous segment; an exclusive scan of
+// the segment sums gives each thread its starting cumulative weight, then every thread walks its
+// segment and the lowest index where the cumulative weight passes uniform * total wins.
+__device__ int draw(const float* logits, int64_t vocab, double uniform, SampleShared& sh) {
+  const float max_logit = row_max(logits, vocab, sh);
+  if (!isfinite(max_logit)) return block_argmax(logits, vocab, sh);
+  const int64_t per_thread = (vocab + blockDim.x - 1) / blockDim.x;
+  const int64_t first = static_cast<int64_t>(threadIdx.x) * per_thread;
+  const int64_t begin = first < vocab ? first : vocab;
+  const int64_t end = begin + per_thread < vocab ? begin + per_thread : vocab;
+  double local = 0.0;
+#pragma unroll 8
+  for (int64_t v = begin; v < end; ++v) local += expf(logits[v] - max_logit);
+  // Exclusive scan over threads: within the warp by shuffles, then over warp totals.
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  double inclusive = local;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const double other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    if (lane >= offset) inclusive += other;
+  }
+  __syncthreads();
+  if (lane == 31) sh.warp_double[warp] = inclusive;
+  if (threadIdx.x == 0) {
+    sh.token = INT32_MAX;
+    sh.last_positive = -1;
+  }
+  __syncthreads();
+  double start = inclusive - local;
+  double total = 0.0;
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) start += sh.warp_double[w];
+    total += sh.warp_double[w];
+  }
+  const double target = uniform * total;
+  double cumulative = start;
+  int last = -1;
+  for (int64_t v = begin; v < end; ++v) {
+    const double weight = expf(logits[v] - max_logit);
+    if (weight <= 0.0) continue;
+    cumulative += weight;
+    last = static_cast<int>(v);
+    if (cumulative > target) {
+      atomicMin(&sh.token, last);
+      break;
+    }
+  }
+  if (last >= 0) atomicMax(&sh.last_positive, last);
+  __syncthreads();
+  int token = sh.token;
+  if (token == INT32_MAX) token = sh.last_positive >= 0 ? sh.last_positive : 0;
+  __syncthreads();
+  return token;
+}
+
+// log_softmax(raw)[token], with the CPU's log-sum-exp (max subtraction, sum in double).
+__device__ float raw_logprob(const float* raw, int64_t vocab, int token, SampleShared& sh) {
+  const float max_logit = row_max(raw, vocab, sh);
+  if (!isfinite(max_logit)) return static_cast<float>(static_cast<double>(raw[token]) - max_logit);
+  double local = 0.0;
+#pragma unroll 8
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) local += expf(raw[v] - max_logit);
+  const double sum = block_sum_double(local, sh);
+  const double log_sum_exp = static_cast<double>(max_logit) + log(sum);
+  return static_cast<float>(static_cast<double>(raw[token]) - log_sum_exp);
+}
+
+__global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
+  __shared__ SampleShared sh;
+  const int64_t s = blockIdx.x;
+  float* logits = a.logits + s * a.logits_stride;
+  const SamplingRow row = a.rows[s];
+  apply_penalties(logits, a, row, s);
+  int token;
+  if (!(row.temperature >= kMinTemperature)) {
+    token = block_argmax(logits, a.vocab, sh);
+  } else {
+    for (int64_t v = threadIdx.x; v < a.vocab; v += blockDim.x)
+      logits[v] = __fdiv_rn(logits[v], row.temperature);
+    __syncthreads();
+    apply_top_k(logits, a.vocab, row.top_k, sh);
+    apply_top_p(logits, a.vocab, row.top_p, sh);
+    apply_min_p(logits, a.vocab, row.min_p, sh);
+    token = draw(logits, a.vocab, sampling_uniform(row.seed, row.step), sh);
+  }
+  if (threadIdx.x == 0) a.out_tokens[s] = token;
+  if (a.out_logprobs != nullptr) {
+    const float logprob = raw_logprob(a.raw_logits + s * a.raw_stride, a.vocab, token, sh);
+    if (threadIdx.x == 0) a.out_logprobs[s] = logprob;
+  }
+}
+
+}  // namespace
+
+void launch_sample(const SampleArgs& a, cudaStream_t stream) {
+  if (a.num_seqs == 0) return;
+  sample_kernel<<<static_cast<unsigned>(a.num_seqs), kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,28 @@
+// The host side of the CUDA ops, one function per op family (each in its own .cc): check the
+// params as the CPU reference does, choose a kernel, allocate scratch, launch on the backend's
+// stream. CudaBackend forwards to them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+
+namespace brisk::cuda {
+
+struct OpContext {
+  cudaStream_t stream = nullptr;
+  Allocator* allocator = nullptr;  // device memory for scratch (stream-ordered reuse)
+  int num_sms = 0;
+};
+
+// dst = src converted between float dtypes; same shape, rows may be strided (rank <= 2) or the
+// views contiguous.
+void convert(const OpContext& ctx, TensorView dst, TensorView src);
+void embedding(const OpContext& ctx, const EmbeddingParams& p);
+void rms_norm(const OpContext& ctx, const RmsNormParams& p);
+void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
+void attention(const OpContext& ctx, const AttentionParams& p);
+void silu_mul(const OpContext& ctx, const SiluMulParams& p);
+void sample(const OpContext& ctx, const SampleParams& p);
+
+}  // namespace brisk::cuda

@@ -1,0 +1,229 @@
+#include "backend/cuda/ops/gemm_runner.h"
+
+#include <algorithm>
+
+#include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/ops/op_checks.h"
+#include "backend/cuda/runtime/cuda_check.h"
+#include "core/error.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr std::string_view kOp = "gemm";
+
+void check_params(const GemmParams& p) {
+  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
+  check_view(kOp, "w", p.w, 2, Layout::kStridedRows);
+  check_view(kOp, "y", p.y, 2, Layout::kStridedRows);
+  check_float(kOp, "x", p.x);
+  check_float(kOp, "w", p.w);
+  check_float(kOp, "y", p.y);
+  BRISK_CHECK(p.x.size(1) == p.w.size(1), "gemm: x is {} but w is {}: K differs",
+              p.x.describe(), p.w.describe());
+  BRISK_CHECK(p.y.size(0) == p.x.size(0), "gemm: x is {} but y is {}: M differs",
+              p.x.describe(), p.y.describe());
+  BRISK_CHECK(p.y.size(1) == p.w.size(0), "gemm: w is {} but y is {}: N differs",
+              p.w.describe(), p.y.describe());
+  if (!p.bias.empty()) {
+    check_view(kOp, "bias", p.bias, 1, Layout::kContiguous);
+    check_float(kOp, "bias", p.bias);
+    BRISK_CHECK(p.bias.size(0) == p.w.size(0), "gemm: w is {} but bias is {}: N differs",
+                p.w.describe(), p.bias.describe());
+  }
+}
+
+cudaDataType_t cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return CUDA_R_32F;
+    case DType::kF16: return CUDA_R_16F;
+    default: return CUDA_R_16BF;
+  }
+}
+
+// The largest power of two dividing the address, capped at 256 (cuBLASLt's default assumption).
+int64_t alignment(const void* ptr) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
+  if (address == 0) return 256;
+  return std::min<int64_t>(256, static_cast<int64_t>(address & (~address + 1)));
+}
+
+// The leading dimension of a row-major view seen as column-major: its row stride (at least the
+// row length, which a single-row view may not state).
+int64_t leading_dim(const TensorView& v) { return std::max(v.stride(0), v.size(1)); }
+
+// Whether cuBLASLt can write d in this dtype from operands of operand_dtype.
+bool writable(DType operand_dtype, DType out_dtype) {
+  if (operand_dtype == DType::kF32) return out_dtype == DType::kF32;
+  return out_dtype == operand_dtype || out_dtype == DType::kF32;
+}
+
+}  // namespace
+
+GemmRunner::GemmRunner(Allocator& allocator)
+    : allocator_(allocator), workspace_(allocator, DType::kU8, {static_cast<int64_t>(kWorkspaceBytes)}) {
+  BRISK_CUDA_CHECK(cublasLtCreate(&handle_));
+}
+
+GemmRunner::~GemmRunner() {
+  for (auto& [key, plan] : plans_) destroy(plan);
+  if (handle_ != nullptr) cublasLtDestroy(handle_);
+}
+
+void GemmRunner::destroy(Plan& plan) {  // destructor path: errors are ignored
+  if (plan.a) cublasLtMatrixLayoutDestroy(plan.a);
+  if (plan.b) cublasLtMatrixLayoutDestroy(plan.b);
+  if (plan.d) cublasLtMatrixLayoutDestroy(plan.d);
+  if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
+  plan = Plan{};
+}
+
+bool GemmRunner::make_plan(Plan& plan, const Key& key, TensorView x, TensorView w, TensorView bias,
+                           TensorView d, bool with_bias) {
+  destroy(plan);
+  const int64_t m = x.size(0), n = w.size(0), k = x.size(1);
+  const cudaDataType_t operand = cuda_type(w.dtype());
+  // Row-major y[M, N] = x[M, K] w[N, K]^T is column-major y^T[N, M] = w^T x^T: A = w (stored
+  // K x N column-major, transposed), B = x (K x M), D = y (N x M).
+  BRISK_CUDA_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T, no_transpose = CUBLAS_OP_N;
+  BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                  &transpose, sizeof(transpose)));
+  BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                  &no_transpose, sizeof(no_transpose)));
+  if (with_bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                    &epilogue, sizeof(epilogue)));
+    const void* bias_ptr = bias.data();
+    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                    &bias_ptr, sizeof(bias_ptr)));
+  }
+  BRISK_CUDA_CHECK(cublasLtMatrixLayoutCreate(&plan.a, operand, k, n, leading_dim(w)));
+  BRISK_CUDA_CHECK(cublasLtMatrixLayoutCreate(&plan.b, operand, k, m, leading_dim(x)));
+  BRISK_CUDA_CHECK(cublasLtMatrixLayoutCreate(&plan.d, cuda_type(d.dtype()), n, m, leading_dim(d)));
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  BRISK_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const uint64_t workspace_bytes = kWorkspaceBytes;
+  const uint32_t align_a = static_cast<uint32_t>(key[9]), align_b = static_cast<uint32_t>(key[10]),
+                 align_d = static_cast<uint32_t>(key[11]);
+  cublasLtMatmulHeuristicResult_t result{};
+  int num_results = 0;
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes));
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                  &align_a, sizeof(align_a));
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                  &align_b, sizeof(align_b));
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                  &align_d, sizeof(align_d));
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                  &align_d, sizeof(align_d));
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.d, plan.d,
+                                            preference, 1, &result, &num_results);
+  cublasLtMatmulPreferenceDestroy(preference);
+  // "Not supported" means no algorithm for this combination (e.g. the bias epilogue); the caller
+  // then tries without it. Anything else is a real failure.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || num_results == 0) return false;
+  BRISK_CUDA_CHECK(status);
+  plan.algo = result.algo;
+  plan.bias_epilogue = with_bias;
+  return true;
+}
+
+GemmRunner::Plan& GemmRunner::plan_for(const Key& key, TensorView x, TensorView w, TensorView bias,
+                                       TensorView d) {
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  Plan plan;
+  const bool want_bias = !bias.empty() && bias.dtype() == d.dtype();
+  if (!(want_bias && make_plan(plan, key, x, w, bias, d, true)) &&
+      !make_plan(plan, key, x, w, bias, d, false)) {
+    destroy(plan);
+    throw_error(ErrorCode::kBackend,
+                "gemm: cuBLASLt has no algorithm for x {} (row stride {}) * w {}^T (row stride {}) "
+                "-> {} (row stride {})", x.describe(), x.stride(0), w.describe(), w.stride(0),
+                d.describe(), d.stride(0));
+  }
+  return plans_.emplace(key, plan).first->second;
+}
+
+bool GemmRunner::matmul(const OpContext& ctx, TensorView x, TensorView w, TensorView bias,
+                        TensorView d) {
+  const Key key{x.size(0), w.size(0), x.size(1), leading_dim(w), leading_dim(x), leading_dim(d),
+                static_cast<int64_t>(w.dtype()), static_cast<int64_t>(d.dtype()),
+                bias.empty() ? -1 : static_cast<int64_t>(bias.dtype()),
+                alignment(w.data()), alignment(x.data()), alignment(d.data()),
+                bias.empty() ? 0 : alignment(bias.data())};
+  std::lock_guard<std::mutex> lock(mutex_);
+  Plan& plan = plan_for(key, x, w, bias, d);
+  if (plan.bias_epilogue) {
+    const void* bias_ptr = bias.data();
+    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                    &bias_ptr, sizeof(bias_ptr)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  BRISK_CUDA_CHECK(cublasLtMatmul(handle_, plan.desc, &alpha, w.data(), plan.a, x.data(), plan.b,
+                                  &beta, d.data(), plan.d, d.data(), plan.d, &plan.algo,
+                                  workspace_.view().data(), kWorkspaceBytes, ctx.stream));
+  return plan.bias_epilogue;
+}
+
+void GemmRunner::run(const OpContext& ctx, const GemmParams& p) {
+  check_params(p);
+  const int64_t m = p.x.size(0), n = p.w.size(0), k = p.x.size(1);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: y = bias or 0
+    BiasArgs b;
+    b.y = p.y.data();
+    b.y_stride = p.y.stride(0);
+    b.y_type = float_type(p.y.dtype());
+    b.bias = p.bias.empty() ? nullptr : p.bias.data();
+    b.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
+    b.num_rows = m;
+    b.num_cols = n;
+    b.accumulate = false;
+    launch_bias(b, ctx.stream);
+    return;
+  }
+  const DType operand = p.w.dtype();
+  TensorView x = p.x;
+  Tensor x_scratch;
+  if (x.dtype() != operand) {
+    x_scratch = Tensor(allocator_, operand, {m, k});
+    convert(ctx, x_scratch, x);
+    x = x_scratch;
+  }
+  TensorView d = p.y;
+  Tensor y_scratch;
+  // A bias of another dtype than a 16-bit y is added in fp32 before y's single rounding:
+  // adding it to an already rounded y would round twice (and cancel badly when bias ~ -y).
+  const bool bias_needs_f32 = !p.bias.empty() && p.bias.dtype() != p.y.dtype() &&
+                              p.y.dtype() != DType::kF32;
+  if (!writable(operand, p.y.dtype()) || bias_needs_f32) {
+    y_scratch = Tensor(allocator_, DType::kF32, {m, n});
+    d = y_scratch;
+  }
+  const bool bias_done = matmul(ctx, x, p.w, p.bias, d);
+  if (!p.bias.empty() && !bias_done) {
+    BiasArgs b;
+    b.y = d.data();
+    b.y_stride = d.stride(0);
+    b.y_type = float_type(d.dtype());
+    b.bias = p.bias.data();
+    b.bias_type = float_type(p.bias.dtype());
+    b.num_rows = m;
+    b.num_cols = n;
+    b.accumulate = true;
+    launch_bias(b, ctx.stream);
+  }
+  if (!y_scratch.empty()) convert(ctx, p.y, y_scratch);
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,34 @@
+// silu_mul: out = silu(gate) * up with x = [gate | up].
+#include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/ops/cuda_ops.h"
+#include "backend/cuda/ops/op_checks.h"
+#include "core/error.h"
+
+namespace brisk::cuda {
+
+void silu_mul(const OpContext& ctx, const SiluMulParams& p) {
+  constexpr std::string_view kOp = "silu_mul";
+  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
+  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
+  check_float(kOp, "x", p.x);
+  check_float(kOp, "out", p.out);
+  const int64_t num_tokens = p.x.size(0);
+  const int64_t dim = p.out.size(1);
+  BRISK_CHECK(p.out.size(0) == num_tokens && p.x.size(1) == 2 * dim,
+              "silu_mul: x is {} but out is {}: x must be [num_tokens, 2 * dim] for out "
+              "[num_tokens, dim]", p.x.describe(), p.out.describe());
+  SiluMulArgs a;
+  a.x = p.x.data();
+  a.x_stride = p.x.stride(0);
+  a.x_type = float_type(p.x.dtype());
+  a.out = p.out.data();
+  a.out_stride = p.out.stride(0);
+  a.out_type = float_type(p.out.dtype());
+  a.num_tokens = num_tokens;
+  a.dim = dim;
+  // The up half starts dim elements into the row: aligned when dim is a multiple of 8.
+  a.vectorized = dim % 8 == 0 && rows_vectorizable(p.x) && rows_vectorizable(p.out);
+  launch_silu_mul(a, ctx.stream);
+}
+
+}  // namespace brisk::cuda

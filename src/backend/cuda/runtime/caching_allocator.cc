@@ -1,0 +1,108 @@
+#include "backend/cuda/runtime/caching_allocator.h"
+
+#include <bit>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/runtime/cuda_check.h"
+#include "backend/cuda/runtime/device.h"
+#include "core/error.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr size_t kSmallAlignment = 512;
+constexpr size_t kSmallLimit = size_t{1} << 20;
+
+}  // namespace
+
+size_t CachingAllocator::round_size(size_t num_bytes) {
+  if (num_bytes <= kSmallLimit) {
+    return (num_bytes + kSmallAlignment - 1) / kSmallAlignment * kSmallAlignment;
+  }
+  // Four classes per octave: the step is a quarter of the largest power of two <= num_bytes.
+  const size_t step = std::bit_floor(num_bytes) / 4;
+  return (num_bytes + step - 1) / step * step;
+}
+
+CachingAllocator::~CachingAllocator() {
+  // device_allocator() is never destroyed; a locally constructed allocator (tests) frees its
+  // cache, ignoring errors because destructors must not throw.
+  for (auto& [size, blocks] : free_lists_)
+    for (void* block : blocks) cudaFree(block);
+}
+
+void* CachingAllocator::allocate(size_t num_bytes) {
+  if (num_bytes == 0) return nullptr;
+  const size_t size = round_size(num_bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = free_lists_.find(size);
+  if (it != free_lists_.end() && !it->second.empty()) {
+    void* block = it->second.back();
+    it->second.pop_back();
+    free_bytes_ -= size;
+    used_bytes_ += size;
+    return block;
+  }
+  select_device();
+  void* block = nullptr;
+  cudaError_t error = cudaMalloc(&block, size);
+  if (error == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clear the sticky-free error state before retrying
+    release_cached_locked();
+    error = cudaMalloc(&block, size);
+  }
+  if (error == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    size_t free_now = 0, total = 0;
+    cudaMemGetInfo(&free_now, &total);
+    throw_error(ErrorCode::kOutOfMemory,
+                "CUDA out of memory: cannot allocate {} bytes ({} requested); {} of {} bytes free, "
+                "{} in use by brisk", size, num_bytes, free_now, total, used_bytes_);
+  }
+  BRISK_CUDA_CHECK(error);
+  used_bytes_ += size;
+  return block;
+}
+
+void CachingAllocator::deallocate(void* ptr, size_t num_bytes) {
+  if (ptr == nullptr) return;
+  const size_t size = round_size(num_bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_lists_[size].push_back(ptr);
+  free_bytes_ += size;
+  used_bytes_ -= size;
+}
+
+size_t CachingAllocator::free_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return free_bytes_;
+}
+
+size_t CachingAllocator::used_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return used_bytes_;
+}
+
+void CachingAllocator::release_cached() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cached_locked();
+}
+
+void CachingAllocator::release_cached_locked() {
+  if (free_bytes_ == 0) return;
+  // Queued kernels may still read freed blocks (see the header); wait for them.
+  BRISK_CUDA_CHECK(cudaDeviceSynchronize());
+  for (auto& [size, blocks] : free_lists_) {
+    for (void* block : blocks) BRISK_CUDA_CHECK(cudaFree(block));
+    blocks.clear();
+  }
+  free_bytes_ = 0;
+}
+
+CachingAllocator& device_allocator() {
+  static CachingAllocator* allocator = new CachingAllocator();  // intentionally leaked
+  return *allocator;
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,124 @@
+// embedding, rms_norm and silu_mul: CUDA against the CPU reference on the same (rounded)
+// inputs. The CPU writes f32 outputs where the op allows it, so each comparison sees the CUDA
+// op's own rounding only: |cuda - cpu| <= atol + rtol * |cpu| with rtol = one rounding of the
+// output dtype (bf16 1/128, f16 1/1024) and atol 1e-5.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "ops_test_util.h"
+
+namespace brisk::testing {
+namespace {
+
+constexpr double kAtol = 1e-5;
+
+class Elementwise : public ::testing::TestWithParam<DType> {};
+
+TEST_P(Elementwise, EmbeddingGathersRows) {
+  const DType dtype = GetParam();
+  std::mt19937 rng(2);
+  for (int64_t dim : {int64_t{8}, int64_t{100}, int64_t{4096}}) {
+    Tensor table = random_tensor(dtype, {50, dim}, rng);
+    Tensor ids = make_i32({6}, {3, 0, 49, 3, 17, 8});
+    Tensor expected = zeros(DType::kF32, {6, dim});
+    cpu_backend().embedding({table, ids, expected});
+    Tensor table_d = to_device(table), ids_d = to_device(ids);
+    // Same dtype (raw row copy) and converting to f32.
+    Tensor same_d(cuda_backend().allocator(), dtype, {6, dim});
+    Tensor f32_d(cuda_backend().allocator(), DType::kF32, {6, dim});
+    cuda_backend().embedding({table_d, ids_d, same_d});
+    cuda_backend().embedding({table_d, ids_d, f32_d});
+    expect_close(host_doubles(same_d), to_doubles(expected), 0, 0, "embedding same dtype");
+    expect_close(host_doubles(f32_d), to_doubles(expected), 0, 0, "embedding to f32");
+  }
+}
+
+// x may be a strided view (every other row of a wider tensor); with a residual, residual is
+// updated in place and must match the CPU's bit for bit (same fp32 add, same rounding).
+void check_rms_norm(DType dtype, int64_t rows, int64_t dim, bool residual, bool strided_x) {
+  std::mt19937 rng(3 + dim);
+  Tensor x_wide = random_tensor(dtype, {rows, 2 * dim}, rng, -2, 2);
+  TensorView x = strided_x ? x_wide.view().slice(1, 0, dim) : x_wide.view();
+  Tensor x_dense = random_tensor(dtype, {rows, dim}, rng, -2, 2);
+  if (!strided_x) x = x_dense;
+  Tensor weight = random_tensor(dtype, {dim}, rng, 0.5, 1.5);
+  Tensor res = random_tensor(dtype, {rows, dim}, rng, -2, 2);
+  Tensor res_cpu = clone(res);
+  Tensor expected = zeros(DType::kF32, {rows, dim});
+  cpu_backend().rms_norm({x, residual ? res_cpu.view() : TensorView(), weight, expected, 1e-5f});
+
+  Tensor x_d = to_device(strided_x ? x_wide.view() : x_dense.view());
+  TensorView x_dv = strided_x ? x_d.view().slice(1, 0, dim) : x_d.view();
+  Tensor weight_d = to_device(weight), res_d = to_device(res);
+  Tensor out_d(cuda_backend().allocator(), dtype, {rows, dim});
+  cuda_backend().rms_norm({x_dv, residual ? res_d.view() : TensorView(), weight_d, out_d, 1e-5f});
+  const std::string what = "rms_norm " + dtype_str(dtype) + " [" + std::to_string(rows) + ", " +
+                           std::to_string(dim) + "]" + (residual ? " +residual" : "") +
+                           (strided_x ? " strided" : "");
+  expect_close(host_doubles(out_d), to_doubles(expected), kAtol, output_rtol(dtype), what);
+  if (residual) expect_close(host_doubles(res_d), to_doubles(res_cpu), 0, 0, what + " residual");
+}
+
+TEST_P(Elementwise, RmsNorm) {
+  for (int64_t dim : {int64_t{8}, int64_t{100}, int64_t{4096}, int64_t{5120}}) {
+    for (bool residual : {false, true}) {
+      check_rms_norm(GetParam(), 7, dim, residual, false);
+      check_rms_norm(GetParam(), 3, dim, residual, true);
+    }
+  }
+}
+
+TEST_P(Elementwise, RmsNormOutAliasesX) {
+  const DType dtype = GetParam();
+  std::mt19937 rng(4);
+  Tensor x = random_tensor(dtype, {5, 64}, rng);
+  Tensor weight = random_tensor(dtype, {64}, rng);
+  Tensor expected = zeros(DType::kF32, {5, 64});
+  cpu_backend().rms_norm({x, {}, weight, expected, 1e-6f});
+  Tensor x_d = to_device(x), weight_d = to_device(weight);
+  cuda_backend().rms_norm({x_d, {}, weight_d, x_d, 1e-6f});
+  expect_close(host_doubles(x_d), to_doubles(expected), kAtol, output_rtol(dtype), "rms_norm in place");
+}
+
+TEST_P(Elementwise, SiluMul) {
+  const DType dtype = GetParam();
+  std::mt19937 rng(5);
+  for (int64_t dim : {int64_t{8}, int64_t{37}, int64_t{14336}}) {
+    Tensor x = random_tensor(dtype, {3, 2 * dim}, rng, -6, 6);
+    Tensor expected = zeros(DType::kF32, {3, dim});
+    cpu_backend().silu_mul({x, expected});
+    Tensor x_d = to_device(x);
+    Tensor out_d(cuda_backend().allocator(), dtype, {3, dim});
+    cuda_backend().silu_mul({x_d, out_d});
+    expect_close(host_doubles(out_d), to_doubles(expected), kAtol, output_rtol(dtype),
+                 "silu_mul dim " + std::to_string(dim));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, Elementwise, ::testing::Values(DType::kBF16, DType::kF16),
+                         [](const auto& info) { return dtype_str(info.param); });
+
+TEST(ElementwisePerf, Llama8B) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  Allocator& alloc = cuda_backend().allocator();
+  for (int64_t tokens : {int64_t{1}, int64_t{64}, int64_t{4096}}) {
+    const std::string t = std::to_string(tokens);
+    Tensor x(alloc, DType::kBF16, {tokens, 4096}), res(alloc, DType::kBF16, {tokens, 4096});
+    Tensor out(alloc, DType::kBF16, {tokens, 4096}), w(alloc, DType::kBF16, {4096});
+    report_perf("rms_norm+res", "bf16 [" + t + ", 4096]", tokens * 4096 * 2.0 * 4, 0,
+                [&] { cuda_backend().rms_norm({x, res, w, out, 1e-5f}); });
+    Tensor gate_up(alloc, DType::kBF16, {tokens, 2 * 14336}), act(alloc, DType::kBF16, {tokens, 14336});
+    report_perf("silu_mul", "bf16 [" + t + ", 14336]", tokens * 14336 * 2.0 * 3, 0,
+                [&] { cuda_backend().silu_mul({gate_up, act}); });
+    Tensor table(alloc, DType::kBF16, {128256, 4096});
+    std::vector<int32_t> ids(tokens);
+    for (int64_t i = 0; i < tokens; ++i) ids[i] = static_cast<int32_t>((i * 7919) % 128256);
+    Tensor ids_d = to_device(TensorView(ids.data(), DType::kI32, {tokens}));
+    report_perf("embedding", "bf16 table [128256, 4096] x " + t, tokens * 4096 * 2.0 * 2, 0,
+                [&] { cuda_backend().embedding({table, ids_d, out}); });
+  }
+}
+
+}  // namespace
+}  // namespace brisk::testing

@@ -1,0 +1,118 @@
+// Shared helpers of the CUDA-vs-CPU op parity tests: both backends, host<->device tensors,
+// random inputs, and the --perf mode (env BRISK_OPS_PERF=1; gtest eats unknown flags) that
+// times the CUDA op at a Llama-3-8B shape and prints / appends a JSON line
+// (env BRISK_OPS_PERF_JSON names the file).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "unit/backend_cpu/op_test_util.h"
+
+namespace brisk::testing {
+
+// H200 limits the perf lines are compared with (/work/shared/GPU.md).
+constexpr double kPeakBytesPerSecond = 4.17e12;
+constexpr double kPeakBf16FlopsPerSecond = 692e12;
+
+inline Backend& cpu_backend() {
+  static std::unique_ptr<Backend> backend = make_cpu_backend();
+  return *backend;
+}
+
+inline Backend& cuda_backend() {
+  static std::unique_ptr<Backend> backend = make_backend("cuda");
+  return *backend;
+}
+
+// A device copy of a host tensor.
+inline Tensor to_device(const TensorView& host) {
+  Tensor device(cuda_backend().allocator(), host.dtype(), host.shape());
+  cuda_backend().copy(device, host);
+  return device;
+}
+
+// A host copy of a contiguous device view.
+inline Tensor to_host(const TensorView& device) {
+  Tensor host(cpu_allocator(), device.dtype(), device.shape());
+  cuda_backend().copy(host, device);
+  return host;
+}
+
+// A host copy of a host tensor (so the CPU op and the CUDA op each get their own).
+inline Tensor clone(const TensorView& host) {
+  Tensor copy(cpu_allocator(), host.dtype(), host.shape());
+  cpu_backend().copy(copy, host);
+  return copy;
+}
+
+inline Tensor zeros(DType dtype, Shape shape) {
+  return make_tensor(dtype, shape, std::vector<double>(shape.num_elements(), 0.0));
+}
+
+// Relative tolerance of one rounding of the output to dtype (with slack for fp32 sums).
+inline double output_rtol(DType dtype) { return rounding_tolerance(dtype); }
+
+inline bool perf_enabled() {
+  const char* env = std::getenv("BRISK_OPS_PERF");
+  return env != nullptr && std::string(env) == "1";
+}
+
+// Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the
+// end) and prints: op, shape, time, achieved bandwidth / FLOP rate and the ratio to the limit.
+inline void report_perf(const std::string& op, const std::string& shape, double bytes, double flops,
+                        const std::function<void()>& fn, int iterations = 50) {
+  Backend& gpu = cuda_backend();
+  for (int i = 0; i < 3; ++i) fn();
+  gpu.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) fn();
+  gpu.synchronize();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+  const double bandwidth = bytes / seconds;
+  const double flop_rate = flops / seconds;
+  const double ratio = std::max(bandwidth / kPeakBytesPerSecond, flop_rate / kPeakBf16FlopsPerSecond);
+  std::printf("[perf] %-16s %-44s %10.1f us %8.1f GB/s %8.1f TFLOP/s %5.1f%% of H200 limit\n",
+              op.c_str(), shape.c_str(), seconds * 1e6, bandwidth / 1e9, flop_rate / 1e12,
+              ratio * 100);
+  if (const char* path = std::getenv("BRISK_OPS_PERF_JSON")) {
+    if (FILE* file = std::fopen(path, "a")) {
+      std::fprintf(file,
+                   "{\"op\": \"%s\", \"shape\": \"%s\", \"time_us\": %.3f, \"gb_per_s\": %.3f, "
+                   "\"tflop_per_s\": %.3f, \"ratio_to_limit\": %.4f}\n",
+                   op.c_str(), shape.c_str(), seconds * 1e6, bandwidth / 1e9, flop_rate / 1e12, ratio);
+      std::fclose(file);
+    }
+  }
+}
+
+// Fills a contiguous device tensor with uniform values in [-1, 1] (perf inputs: tensor-core
+// throughput depends on the data, so zeros or garbage would flatter the numbers).
+inline void fill_random(const Tensor& device, uint32_t seed = 1) {
+  const int64_t rows = device.shape()[0];
+  const int64_t row_elements = rows > 0 ? device.view().num_elements() / rows : 0;
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(row_elements, 1));
+  std::mt19937 rng(seed);
+  Shape chunk_shape = device.shape();
+  chunk_shape[0] = std::min(chunk_rows, rows);
+  Tensor chunk = random_tensor(device.dtype(), chunk_shape, rng);
+  for (int64_t r = 0; r < rows; r += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, rows - r);
+    cuda_backend().copy(device.view().slice(0, r, r + count), chunk.view().slice(0, 0, count));
+  }
+}
+
+inline std::vector<double> host_doubles(const TensorView& device) { return to_doubles(to_host(device)); }
+
+}  // namespace brisk::testing

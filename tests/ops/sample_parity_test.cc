@@ -1,0 +1,214 @@
+// sample: CUDA against the CPU reference. Greedy rows must pick exactly the CPU's token
+// (including ties: lowest index). Seeded rows use random logits whose probabilities are far
+// apart compared with float rounding, so the same uniform(seed, step) must pick the same token.
+// Logprobs: |cuda - cpu| <= 1e-4 (fp32 exp vs the CPU's double exp, summed in double).
+// Penalised logits must match the CPU's bit for bit (same separately rounded operations).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops_test_util.h"
+
+namespace brisk::testing {
+namespace {
+
+struct SampleRun {
+  std::vector<double> tokens, logprobs, logits;
+};
+
+struct Lists {
+  std::vector<std::vector<int32_t>> prompt, output;
+};
+
+std::pair<Tensor, Tensor> ragged(const std::vector<std::vector<int32_t>>& lists) {
+  std::vector<int32_t> starts{0}, tokens;
+  for (const auto& list : lists) {
+    tokens.insert(tokens.end(), list.begin(), list.end());
+    starts.push_back(static_cast<int32_t>(tokens.size()));
+  }
+  if (tokens.empty()) tokens.push_back(0);
+  return {make_i32({static_cast<int64_t>(starts.size())}, starts),
+          make_i32({static_cast<int64_t>(tokens.size())}, tokens)};
+}
+
+// Runs the op on one backend; host inputs are uploaded when the backend is the CUDA one.
+SampleRun run(Backend& backend, const Tensor& logits, const std::vector<SamplingRow>& rows,
+              const Lists& lists) {
+  const bool gpu = !backend.shares_host_memory();
+  std::vector<Tensor> keep;
+  auto put = [&](const TensorView& host) { return to_backend(backend, host, keep); };
+  const int64_t num_seqs = logits.shape()[0];
+  Tensor logits_copy = clone(logits);
+  SampleParams p;
+  p.logits = put(logits_copy);
+  p.rows = put(TensorView(const_cast<SamplingRow*>(rows.data()), DType::kU8,
+                          {static_cast<int64_t>(rows.size() * sizeof(SamplingRow))}))
+               .data_as<const SamplingRow>();
+  std::pair<Tensor, Tensor> prompt, output;
+  if (!lists.prompt.empty()) {
+    prompt = ragged(lists.prompt);
+    p.prompt_start = put(prompt.first);
+    p.prompt_tokens = put(prompt.second);
+  }
+  if (!lists.output.empty()) {
+    output = ragged(lists.output);
+    p.output_start = put(output.first);
+    p.output_tokens = put(output.second);
+  }
+  Tensor tokens(backend.allocator(), DType::kI32, {num_seqs});
+  Tensor logprobs(backend.allocator(), DType::kF32, {num_seqs});
+  p.out_tokens = tokens;
+  p.out_logprobs = logprobs;
+  backend.sample(p);
+  SampleRun result;
+  result.tokens = gpu ? host_doubles(tokens) : to_doubles(tokens);
+  result.logprobs = gpu ? host_doubles(logprobs) : to_doubles(logprobs);
+  result.logits = gpu ? host_doubles(p.logits) : to_doubles(p.logits);
+  return result;
+}
+
+void expect_same(const Tensor& logits, const std::vector<SamplingRow>& rows, const Lists& lists,
+                 const std::string& what, bool compare_logits) {
+  SampleRun expected = run(cpu_backend(), logits, rows, lists);
+  SampleRun actual = run(cuda_backend(), logits, rows, lists);
+  expect_close(actual.tokens, expected.tokens, 0, 0, what + " tokens");
+  expect_close(actual.logprobs, expected.logprobs, 1e-4, 0, what + " logprobs");
+  if (compare_logits) {
+    // Bit-exact, -inf included (expect_close cannot compare infinities).
+    int64_t misses = 0;
+    for (size_t i = 0; i < expected.logits.size(); ++i) {
+      if (actual.logits[i] != expected.logits[i] && ++misses <= 5)
+        ADD_FAILURE() << what << " logits: element " << i << " is " << actual.logits[i]
+                      << ", expected " << expected.logits[i];
+    }
+    EXPECT_EQ(misses, 0) << what << " logits";
+  }
+}
+
+SamplingRow greedy() { return SamplingRow{}; }
+
+SamplingRow seeded(uint64_t seed, uint64_t step, float temperature, int top_k = 0, float top_p = 1.0f,
+                   float min_p = 0.0f) {
+  SamplingRow row;
+  row.temperature = temperature;
+  row.top_k = top_k;
+  row.top_p = top_p;
+  row.min_p = min_p;
+  row.seed = seed;
+  row.step = step;
+  return row;
+}
+
+TEST(Sample, GreedyMatchesCpuIncludingTies) {
+  std::mt19937 rng(21);
+  for (int64_t vocab : {int64_t{7}, int64_t{1000}, int64_t{32000}, int64_t{128256}}) {
+    const int64_t num_seqs = 5;
+    std::vector<double> values = random_values(num_seqs * vocab, rng, -8, 8);
+    // Row 1: two equal maxima (the lower index must win); row 2: all equal.
+    values[vocab + vocab / 3] = 20;
+    values[vocab + vocab - 1] = 20;
+    for (int64_t v = 0; v < vocab; ++v) values[2 * vocab + v] = 1.5;
+    Tensor logits = make_tensor(DType::kF32, {num_seqs, vocab}, values);
+    expect_same(logits, std::vector<SamplingRow>(num_seqs, greedy()), {},
+                "greedy vocab " + std::to_string(vocab), true);
+  }
+}
+
+TEST(Sample, PenaltiesMatchCpu) {
+  std::mt19937 rng(22);
+  const int64_t vocab = 5000, num_seqs = 3;
+  Tensor logits = random_tensor(DType::kF32, {num_seqs, vocab}, rng, -4, 4);
+  std::vector<SamplingRow> rows(num_seqs, greedy());
+  rows[0].repetition_penalty = 1.3f;
+  rows[1].frequency_penalty = 0.7f;
+  rows[1].presence_penalty = 0.4f;
+  rows[2].repetition_penalty = 0.8f;
+  rows[2].frequency_penalty = -0.3f;
+  Lists lists;
+  lists.prompt = {{1, 2, 3, 2, 4999}, {}, {10, 11}};
+  lists.output = {{7, 7, 7, 1}, {100, 200, 100, 3000}, {}};
+  expect_same(logits, rows, lists, "penalties", true);
+  // Only one list given.
+  expect_same(logits, rows, Lists{lists.prompt, {}}, "penalties prompt only", true);
+}
+
+TEST(Sample, SeededSamplingMatchesCpu) {
+  std::mt19937 rng(23);
+  for (int64_t vocab : {int64_t{50}, int64_t{1000}, int64_t{128256}}) {
+    const int64_t num_seqs = 64;
+    Tensor logits = random_tensor(DType::kF32, {num_seqs, vocab}, rng, -3, 3);
+    std::vector<SamplingRow> rows;
+    for (int64_t s = 0; s < num_seqs; ++s) {
+      const uint64_t seed = 1000 + s;
+      switch (s % 6) {
+        case 0: rows.push_back(seeded(seed, s, 1.0f)); break;
+        case 1: rows.push_back(seeded(seed, s, 0.7f, 40)); break;
+        case 2: rows.push_back(seeded(seed, s, 1.0f, 0, 0.9f)); break;
+        case 3: rows.push_back(seeded(seed, s, 1.3f, 0, 1.0f, 0.2f)); break;
+        case 4: rows.push_back(seeded(seed, s, 0.8f, 100, 0.8f, 0.05f)); break;
+        default: rows.push_back(seeded(seed, s, 0.0f)); break;  // greedy among sampled rows
+      }
+    }
+    expect_same(logits, rows, {}, "seeded vocab " + std::to_string(vocab), false);
+  }
+}
+
+TEST(Sample, TopPBreaksTiesByTokenId) {
+  // Logits 2, 1, 0 repeating: the top_p cut falls inside the 33 tokens of logit 2, so which of
+  // them survive depends on the lower-id-first rule.
+  const int64_t vocab = 100, num_seqs = 16;
+  std::vector<double> values;
+  for (int64_t s = 0; s < num_seqs; ++s)
+    for (int64_t v = 0; v < vocab; ++v) values.push_back(static_cast<double>(2 - v % 3));
+  Tensor logits = make_tensor(DType::kF32, {num_seqs, vocab}, values);
+  std::vector<SamplingRow> rows;
+  for (int64_t s = 0; s < num_seqs; ++s) rows.push_back(seeded(77 + s, 3, 1.0f, 0, 0.5f));
+  expect_same(logits, rows, {}, "top_p ties", true);
+  // top_k with ties at the threshold keeps all of them.
+  rows.clear();
+  for (int64_t s = 0; s < num_seqs; ++s) rows.push_back(seeded(91 + s, 0, 1.0f, 40));
+  expect_same(logits, rows, {}, "top_k ties", true);
+}
+
+TEST(Sample, RejectsHostRows) {
+  Tensor logits_d = to_device(zeros(DType::kF32, {1, 10}));
+  Tensor tokens_d(cuda_backend().allocator(), DType::kI32, {1});
+  SamplingRow row;
+  SampleParams p;
+  p.logits = logits_d;
+  p.rows = &row;
+  p.out_tokens = tokens_d;
+  EXPECT_ERROR_CONTAINS(cuda_backend().sample(p), "host memory");
+}
+
+TEST(SamplePerf, Llama8B) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  const int64_t vocab = 128256;
+  for (int64_t num_seqs : {int64_t{1}, int64_t{64}}) {
+    std::mt19937 rng(24);
+    Tensor logits = random_tensor(DType::kF32, {num_seqs, vocab}, rng, -10, 10);
+    Tensor pristine_d = to_device(logits);
+    Tensor logits_d = to_device(logits);
+    Tensor tokens_d(cuda_backend().allocator(), DType::kI32, {num_seqs});
+    for (bool sampled : {false, true}) {
+      std::vector<SamplingRow> rows(num_seqs, sampled ? seeded(1, 0, 0.8f, 50, 0.9f, 0.05f) : greedy());
+      Tensor rows_d = to_device(TensorView(rows.data(), DType::kU8,
+                                           {static_cast<int64_t>(rows.size() * sizeof(SamplingRow))}));
+      SampleParams p;
+      p.logits = logits_d;
+      p.rows = rows_d.data_as<const SamplingRow>();
+      p.out_tokens = tokens_d;
+      report_perf(sampled ? "sample top-k/p" : "sample greedy",
+                  "f32 [" + std::to_string(num_seqs) + ", 128256]", num_seqs * vocab * 4.0, 0,
+                  [&] {
+                    // Fresh logits each time (filtering leaves -inf behind); the time
+                    // includes this device-to-device copy.
+                    cuda_backend().copy(logits_d, pristine_d);
+                    cuda_backend().sample(p);
+                  }, 20);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace brisk::testing
