@@ -202,3 +202,67 @@ TEST_F(BrokenModel, MissingAndMisShapedTensorsAreNamed) {
 
 }  // namespace
 }  // namespace brisk
+
+namespace brisk {
+namespace {
+
+// A model folder with a real tokenizer (Phi-3's, from the shared test data) and a config whose
+// vocabulary fits it; weights come from --dummy-weights.
+fs::path phi3_dummy_model() {
+  fs::path dir = testing::make_temp_dir("brisk-phi3");
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(testing::shared_testdata_dir() / "tokenizers" / "phi3" / name, dir / name);
+  auto config = nlohmann::json::parse(testing::read_file(model_dir(kModel) / "config.json"));
+  config["vocab_size"] = 32064;
+  config["eos_token_id"] = 32000;
+  testing::write_file(dir / "config.json", config.dump());
+  return dir;
+}
+
+TEST(CliText, TokenizeEncodesDecodesAndRendersChat) {
+  BRISK_REQUIRE_SHARED_TESTDATA();
+  fs::path dir = phi3_dummy_model();
+  fs::path input = dir / "input.txt";
+  testing::write_file(input, "Hello world");
+  RunResult r = run_brisk("tokenize --model " + dir.string() + " --raw < " + input.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json({15043, 3186}));
+  testing::write_file(input, "[15043, 3186]");
+  r = run_brisk("tokenize --model " + dir.string() + " --decode < " + input.string());
+  EXPECT_EQ(r.out, "Hello world");
+  testing::write_file(input, R"([{"role": "user", "content": "Hi there"}])");
+  r = run_brisk("tokenize --model " + dir.string() + " --chat < " + input.string());
+  EXPECT_EQ(r.out, "<|user|>\nHi there<|end|>\n<|assistant|>\n");
+  testing::write_file(input, "[1, 2");
+  r = run_brisk("tokenize --model " + dir.string() + " --decode < " + input.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("stdin is not valid JSON"), std::string::npos) << r.out;
+}
+
+TEST(CliText, GenerateFromTextAndChatPrompts) {
+  BRISK_REQUIRE_SHARED_TESTDATA();
+  fs::path dir = phi3_dummy_model();
+  std::string base = "generate --model " + dir.string() + " --dummy-weights --max-tokens 6 --ignore-eos --json ";
+  RunResult r = run_brisk(base + "--prompt 'Hello world'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["prompt_token_ids"], nlohmann::json({15043, 3186}));  // add_bos_token is false for Phi-3
+  EXPECT_EQ(json["token_ids"].size(), 6u);
+  EXPECT_TRUE(json["text"].is_string());
+  r = run_brisk(base + "--chat 'Hi there' --system 'Be brief.'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  json = nlohmann::json::parse(r.out);
+  EXPECT_GT(json["prompt_token_ids"].size(), 8u);
+  r = run_brisk(base + "--prompt-ids 1,2 --prompt 'x'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("excludes"), std::string::npos) << r.out;
+}
+
+TEST(CliText, TextPromptWithoutTokenizerIsAClearError) {
+  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --prompt 'Hello'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("has no tokenizer"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace brisk
