@@ -335,6 +335,11 @@ SNIPPETS = [
     "{% set l2 = [1] %}{{ l2.append(2) }}",
     "{{ n < 'a' }}",
     "{{ missing|tojson }}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, b=2) }}",
+    "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, a=2) }}",
+    "{{ 'a' is nosuchtest }}",
+    "{% if x %}",
 ]
 
 

@@ -62,6 +62,7 @@ struct RequestEvent {
   std::string error;                    // for kError: what is wrong
   int64_t num_prompt_tokens = 0;        // on kFinished
   int64_t num_cached_prompt_tokens = 0; // on kFinished: prompt tokens served by the prefix cache
+  std::chrono::steady_clock::time_point time;  // when the engine produced the event
 };
 
 // The events of one request, in order; the last one is always kFinished.
@@ -102,6 +103,9 @@ class Engine {
   virtual EngineStats stats() const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_model_len() const = 0;
+  // Bytes of weights one decode step reads, and KV bytes per cached token (roofline figures).
+  virtual uint64_t weight_bytes_per_step() const = 0;
+  virtual uint64_t kv_bytes_per_token() const = 0;
   // eos ids (generation_config.json's, else config.json's).
   virtual std::vector<int32_t> eos_token_ids() const = 0;
   // Stops the engine thread; requests still in flight end with kCancelled.

@@ -37,6 +37,7 @@ std::optional<RequestEvent> EventQueue::next(std::chrono::milliseconds timeout) 
 }
 
 void EventQueue::push(RequestEvent event) {
+  event.time = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     BRISK_ASSERT(!finished_);  // exactly one terminal event, nothing after it
@@ -83,6 +84,10 @@ class EngineImpl final : public Engine {
   int64_t vocab_size() const override { return model_->config().vocab_size; }
   int64_t max_model_len() const override { return model_->max_model_len(); }
   std::vector<int32_t> eos_token_ids() const override { return eos_ids_; }
+  uint64_t weight_bytes_per_step() const override { return model_->weight_bytes_per_step(); }
+  uint64_t kv_bytes_per_token() const override {
+    return KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), 1);
+  }
   void shutdown() override;
 
  private:

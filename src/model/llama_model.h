@@ -34,6 +34,8 @@ class LlamaModel {
   Backend& backend() const { return backend_; }
   // dtype of activations and of the KV cache on this backend.
   DType activation_dtype() const { return activation_dtype_; }
+  // Weight bytes a decode step reads (for roofline ratios).
+  uint64_t weight_bytes_per_step() const { return weights_.num_bytes(); }
 
   // Runs one step: appends the batch's K/V to the cache and writes the logits of the tokens
   // named by batch.logits_indices into `logits` ([num_logits, vocab] f32).

@@ -1,5 +1,6 @@
 #include "model/model_weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/host_convert.h"
+#include "core/parallel.h"
 #include "model/safetensors.h"
 
 namespace brisk {
@@ -177,6 +179,16 @@ LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index
 
 }  // namespace
 
+uint64_t ModelWeights::num_bytes() const {
+  uint64_t total = embed.num_bytes() / std::max<int64_t>(embed.size(0), 1);  // one row per token
+  total += final_norm.num_bytes() + lm_head.num_bytes();
+  for (const LayerWeights& l : layers)
+    for (const TensorView* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.q_norm, &l.k_norm, &l.o_proj, &l.post_norm,
+                                &l.gate_up, &l.down})
+      if (!t->empty()) total += t->num_bytes();
+  return total;
+}
+
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& model_dir,
                           Backend& backend) {
   ModelWeights weights;
@@ -206,14 +218,23 @@ uint64_t splitmix64(uint64_t& state) {
 }
 
 // Fills a new host tensor with uniform values of standard deviation `std` (or ones) and places
-// it in the backend's memory.
+// it in the backend's memory. Chunks of fixed size get their own generator state, so the values
+// do not depend on the number of threads (8B-parameter shapes fill in seconds).
 TensorView dummy(Backend& backend, ModelWeights& out, DType dtype, Shape shape, float std, uint64_t& rng) {
   Tensor host(cpu_allocator(), dtype, shape);
   const float half_width = std * std::sqrt(3.0f);
-  for (int64_t i = 0; i < shape.num_elements(); ++i) {
-    float v = std == 0.0f ? 1.0f : (static_cast<float>(splitmix64(rng) >> 40) / 16777216.0f * 2 - 1) * half_width;
-    store_float(host, i, v);
-  }
+  const uint64_t tensor_seed = splitmix64(rng);
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t num_elements = shape.num_elements();
+  parallel_for((num_elements + kChunk - 1) / kChunk, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      uint64_t state = tensor_seed ^ (static_cast<uint64_t>(chunk) * 0xd1342543de82ef95ull);
+      for (int64_t i = chunk * kChunk; i < std::min(num_elements, (chunk + 1) * kChunk); ++i) {
+        float v = std == 0.0f ? 1.0f : (static_cast<float>(splitmix64(state) >> 40) / 16777216.0f * 2 - 1) * half_width;
+        store_float(host, i, v);
+      }
+    }
+  });
   if (!backend.shares_host_memory()) return to_backend(backend, host, out.owned);
   out.owned.push_back(std::move(host));
   return out.owned.back().view();

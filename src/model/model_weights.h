@@ -31,6 +31,9 @@ struct ModelWeights {
   TensorView final_norm;  // [hidden]
   TensorView lm_head;     // [vocab, hidden]; the embedding when tied
 
+  // Bytes one forward step reads from the weights (the decode roofline's numerator).
+  uint64_t num_bytes() const;
+
   // Keep-alive for what the views point at (mapped files, fused or uploaded tensors).
   std::shared_ptr<const Checkpoint> checkpoint;
   std::vector<Tensor> owned;

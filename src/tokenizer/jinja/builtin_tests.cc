@@ -186,7 +186,9 @@ ValueDict kwargs_dict(CallArgs& args, Interpreter& interp, const char* function)
 }
 
 Value global_namespace(CallArgs& args, Interpreter& interp) {
-  return Value::make_namespace(kwargs_dict(args, interp, "namespace"));
+  Value ns = Value::make_namespace(kwargs_dict(args, interp, "namespace"));
+  interp.track_namespace(ns);
+  return ns;
 }
 
 Value global_dict(CallArgs& args, Interpreter& interp) {

@@ -10,10 +10,42 @@ namespace {
 // Deep enough for recursive schema macros, shallow enough to stop runaway recursion early.
 constexpr int kMaxCallDepth = 256;
 
+bool expr_references(const Expr* expr, const std::string& name) {
+  if (!expr) return false;
+  if (expr->kind == ExprKind::kName && expr->name == name) return true;
+  for (const ExprPtr& e : expr->args)
+    if (expr_references(e.get(), name)) return true;
+  for (const auto& [_, e] : expr->kwargs)
+    if (expr_references(e.get(), name)) return true;
+  return false;
+}
+
+// Whether a macro body mentions `name`: jinja2 accepts extra positional/keyword arguments
+// only when the body uses `varargs`/`kwargs`.
+bool body_references(const Body& body, const std::string& name) {
+  for (const StmtPtr& stmt : body) {
+    if (expr_references(stmt->expr.get(), name) || expr_references(stmt->filter.get(), name))
+      return true;
+    for (const ExprPtr& e : stmt->values)
+      if (expr_references(e.get(), name)) return true;
+    for (const MacroParam& p : stmt->params)
+      if (expr_references(p.default_value.get(), name)) return true;
+    for (const auto& [condition, branch] : stmt->branches)
+      if (expr_references(condition.get(), name) || body_references(branch, name)) return true;
+    if (body_references(stmt->body, name) || body_references(stmt->else_body, name)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Interpreter::Interpreter(const std::string& name, const ValueDict& globals)
     : name_(name), globals_(globals), frame_(std::make_shared<Frame>()) {}
+
+Interpreter::~Interpreter() {
+  for (const auto& frame : closures_) frame->vars.clear();
+  for (const Value& ns : namespaces_) ns.as_namespace().attrs.items.clear();
+}
 
 void Interpreter::fail(const std::string& message) const {
   throw_error(ErrorCode::kInvalidArgument, "{}:{}:{}: {}", name_, loc_.line, loc_.column, message);
@@ -203,8 +235,13 @@ Value Interpreter::make_macro(const Body& body, const std::vector<MacroParam>& p
                               const std::string& name) {
   // Macros close over the scope they are defined in (jinja2 resolves free names there).
   std::shared_ptr<Frame> closure = frame_;
-  return Value::callable(name, [closure, &body, &params, name](CallArgs& args,
-                                                                     Interpreter& interp) {
+  closures_.push_back(closure);
+  const bool takes_varargs = body_references(body, "varargs");
+  const bool takes_kwargs = body_references(body, "kwargs");
+  return Value::callable(name, [closure, &body, &params, name, takes_varargs, takes_kwargs](
+                                   CallArgs& args, Interpreter& interp) {
+    if (args.positional.size() > params.size() && !takes_varargs)
+      interp.fail(fmt::format("macro '{}' takes not more than {} argument(s)", name, params.size()));
     if (++interp.call_depth_ > kMaxCallDepth)
       interp.fail(fmt::format("macro '{}' recursed deeper than {} calls", name, kMaxCallDepth));
     auto frame = std::make_shared<Frame>();
@@ -216,10 +253,16 @@ Value Interpreter::make_macro(const Body& body, const std::vector<MacroParam>& p
     }
     ValueDict kwargs;
     for (auto& [key, value] : args.keyword) {
-      bool is_param = false;
-      for (const MacroParam& p : params) is_param |= p.name == key;
-      if (is_param || key == "caller") frame->vars[key] = value;
-      else kwargs.items.emplace_back(Value(key), value);
+      size_t index = 0;
+      while (index < params.size() && params[index].name != key) ++index;
+      bool is_param = index < params.size();
+      if (key == "caller" || (is_param && index >= args.positional.size())) {
+        frame->vars[key] = value;
+      } else if (!is_param && takes_kwargs) {
+        kwargs.items.emplace_back(Value(key), value);
+      } else {
+        interp.fail(fmt::format("macro '{}' takes no keyword argument '{}'", name, key));
+      }
     }
     auto saved_frame = interp.frame_;
     SourceLoc saved_loc = interp.loc_;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/value.h"
@@ -24,6 +25,11 @@ class Interpreter {
   // `globals` are the render context plus builtins (raise_exception, ...); `name` prefixes
   // runtime errors.
   Interpreter(const std::string& name, const ValueDict& globals);
+  // Breaks the reference cycles a render can create (a macro's closure frame holds the
+  // macro itself; a namespace may hold itself), so nothing outlives the render.
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   std::string render(const Body& body);
 
@@ -41,6 +47,8 @@ class Interpreter {
   ValueList iterate(const Value& iterable);
   // Python ordering for < <= > >= and sorting: <0, 0, >0; fails on unorderable types.
   int compare(const Value& a, const Value& b, const std::string& op = "<");
+  // Remembers a namespace created during this render so ~Interpreter can clear it.
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
   // Fails with jinja2's UndefinedError text when `v` is undefined.
   void check_defined(const Value& v) const;
 
@@ -74,6 +82,8 @@ class Interpreter {
   std::shared_ptr<Frame> frame_;
   SourceLoc loc_;
   int call_depth_ = 0;
+  std::vector<std::shared_ptr<Frame>> closures_;  // frames captured by macros
+  std::vector<Value> namespaces_;
 };
 
 }  // namespace brisk::jinja

@@ -130,7 +130,7 @@ std::vector<Token> Lexer::tokenize() {
       pos_ = end + 2;
       after_tag_end(end_sign, true);
     } else if (kind == '%') {
-      if (!try_lex_raw(tag, sign)) lex_tag(true, tag);
+      if (!try_lex_raw(tag)) lex_tag(true, tag);
     } else {
       lex_tag(false, tag);
     }
@@ -139,8 +139,7 @@ std::vector<Token> Lexer::tokenize() {
   return std::move(tokens_);
 }
 
-bool Lexer::try_lex_raw(size_t offset, char sign) {
-  (void)sign;
+bool Lexer::try_lex_raw(size_t offset) {
   size_t p = pos_ + space_run(source_, pos_);
   if (source_.compare(p, 3, "raw") != 0 || (p + 3 < source_.size() && is_name_char(source_[p + 3])))
     return false;

@@ -47,8 +47,9 @@ class Lexer {
   void push(TokenType type, std::string text, size_t offset);
   // Lexes the inside of {{ }} or {% %} starting at pos_; consumes the closing tag.
   void lex_tag(bool is_block, size_t tag_offset);
-  // Handles {% raw %}...{% endraw %} when the block at `offset` is one; returns false if not.
-  bool try_lex_raw(size_t offset, char sign);
+  // Handles {% raw %}...{% endraw %} when the block at `offset` is one (pos_ is just past
+  // `{%` and its sign); returns false if it is another tag.
+  bool try_lex_raw(size_t offset);
   void lex_string(char quote);
   void lex_number();
   // Applies trim_blocks (or `-` stripping) after a closing tag that ended at pos_.

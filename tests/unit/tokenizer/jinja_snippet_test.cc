@@ -41,7 +41,10 @@ TEST(JinjaSnippets, MatchPythonJinja2) {
     } catch (const Error& e) {
       if (c.contains("output")) {
         ADD_FAILURE() << "unexpected error: " << e.what();
-      } else {
+      } else if (c.at("error_type") != "TemplateSyntaxError" &&
+                 c.at("error_type") != "TemplateAssertionError") {
+        // Runtime errors are worded like Python's; syntax errors have our own wording with
+        // line and column (jinja_error_test.cc checks those).
         EXPECT_NE(std::string(e.what()).find(c.at("error").get<std::string>()), std::string::npos)
             << e.what();
       }
