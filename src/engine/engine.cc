@@ -143,7 +143,19 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   } else {
     std::string memory = options.kv_cache_memory;
     if (memory.empty()) memory = backend_->device() == Device::kCpu ? "0.2" : "0.9";
-    KvBudget budget = compute_kv_budget(KvMemorySpec::parse(memory), backend_->free_memory_bytes(),
+    // The step's activations come from the same memory: keep twice their estimate (the caching
+    // allocator rounds sizes up) plus 1 GiB out of what the fraction applies to.
+    const ModelConfig& c = model_->config();
+    const uint64_t act_bytes = dtype_bytes(model_->activation_dtype(), 1);
+    const uint64_t per_token = (4 * c.hidden_size + (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
+                                3 * c.intermediate_size) * act_bytes;
+    const uint64_t workspace = 2 * (static_cast<uint64_t>(options.max_num_batched_tokens) * per_token +
+                                    static_cast<uint64_t>(options.max_num_seqs) * c.vocab_size * 8) + (1ull << 30);
+    const uint64_t free_bytes = backend_->free_memory_bytes();
+    BRISK_CHECK(free_bytes > workspace, "only {:.2f} GiB free after loading the model; the step workspace needs "
+                "about {:.2f} GiB: lower --max-num-batched-tokens or --max-num-seqs", free_bytes / 1073741824.0,
+                workspace / 1073741824.0);
+    KvBudget budget = compute_kv_budget(KvMemorySpec::parse(memory), free_bytes - workspace,
                                         bytes_per_block, options.block_size);
     num_blocks_ = budget.num_blocks;
     spdlog::info("{}", budget.describe(options.block_size));
