@@ -1,8 +1,6 @@
 // Encode throughput of brisk's tokenizers over the ShareGPT prompts (single thread).
-// Not registered in CMake; build by hand, e.g.
-//   g++ -O2 -std=c++20 -Isrc -Iinclude bench/tokenizer_bench.cc <brisk_tokenizer + brisk_core libs>
-//       -lpcre2-8 -lutf8proc -lsentencepiece -o /tmp/tokenizer_bench
-// Usage: tokenizer_bench TOKENIZER_DIR [sharegpt.json]. Compare with bench/tokenizer_bench.py.
+// `make bench-tokenizer` builds it and runs it beside bench/tokenizer_bench.py (HF tokenizers).
+// Usage: tokenizer_bench TOKENIZER_DIR [sharegpt.json].
 #include <chrono>
 #include <fstream>
 #include <iostream>
