@@ -42,6 +42,12 @@ struct SamplingParams {
   int64_t min_tokens = 0;        // eos and stop tokens are ignored before this many tokens
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;
+  // Text that ends generation (needs a tokenizer in the model folder). The stop string itself
+  // is not part of the text unless include_stop_str_in_output; text that might start a stop
+  // string is held back until it is known not to.
+  std::vector<std::string> stop;
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;  // for the text of events
 };
 
 struct GenerationRequest {
@@ -58,6 +64,8 @@ struct RequestEvent {
   Kind kind = Kind::kToken;
   int32_t token = -1;
   float logprob = 0.0f;                 // log-probability of the token under the raw logits
+  std::string text;                     // newly final text (when the model folder has a tokenizer);
+                                        // on kFinished: text held back until the end
   FinishReason finish_reason = FinishReason::kStop;
   std::string error;                    // for kError: what is wrong
   int64_t num_prompt_tokens = 0;        // on kFinished
@@ -102,6 +110,8 @@ class Engine {
   virtual void cancel(uint64_t request_id) = 0;
   virtual EngineStats stats() const = 0;
   virtual int64_t vocab_size() const = 0;
+  // True when the model folder has a tokenizer: events then carry text and `stop` works.
+  virtual bool has_tokenizer() const = 0;
   virtual int64_t max_model_len() const = 0;
   // Bytes of weights one decode step reads, and KV bytes per cached token (roofline figures).
   virtual uint64_t weight_bytes_per_step() const = 0;

@@ -12,7 +12,6 @@
 #include "cli/commands.h"
 #include "cli/prompt_input.h"
 #include "core/error.h"
-#include "tokenizer/incremental_detokenizer.h"
 
 namespace brisk::cli {
 namespace {
@@ -29,29 +28,24 @@ int run_generate(GenerateArgs& args) {
   std::vector<int32_t> prompt = resolve_prompt(args.prompt, args.engine.model_dir, tokenizer.get());
   auto engine = Engine::create(args.engine);
   auto stream = engine->submit({prompt, args.sampling});
-  std::unique_ptr<IncrementalDetokenizer> detokenizer;
-  if (tokenizer) detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer, /*skip_special_tokens=*/true);
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
   std::string text;
   RequestEvent event;
-  while ((event = *stream->next()).kind == RequestEvent::Kind::kToken) {
-    tokens.push_back(event.token);
-    logprobs.push_back(event.logprob);
-    if (!detokenizer) continue;
-    std::string delta = detokenizer->add(event.token);
-    text += delta;
-    if (!args.json) {
-      fmt::print("{}", delta);
+  while (true) {
+    event = *stream->next();
+    text += event.text;
+    if (!args.json && tokenizer) {
+      fmt::print("{}", event.text);
       std::fflush(stdout);
     }
+    if (event.kind == RequestEvent::Kind::kFinished) break;
+    tokens.push_back(event.token);
+    logprobs.push_back(event.logprob);
   }
   if (event.finish_reason == FinishReason::kError) throw Error(ErrorCode::kInvalidArgument, event.error);
-  if (detokenizer) {
-    std::string rest = detokenizer->finish();
-    text += rest;
-    if (!args.json) fmt::print("{}\n", rest);
-  }
+  if (!args.json && tokenizer) fmt::print("\n");
+  std::fflush(stdout);
   if (args.json) {
     nlohmann::json out = {{"token_ids", tokens}, {"finish_reason", finish_reason_name(event.finish_reason)},
                           {"logprobs", logprobs}, {"prompt_token_ids", prompt}};
@@ -95,6 +89,7 @@ Runner add_generate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", s.seed, "random seed for sampling (default: random)");
   cmd->add_option("--stop-token-ids", s.stop_token_ids, "extra token ids that end generation")->delimiter(',');
+  cmd->add_option("--stop", s.stop, "text that ends generation (repeatable); not included in the output");
   cmd->add_flag("--ignore-eos", s.ignore_eos, "do not stop at end-of-sequence tokens");
   cmd->add_flag("--json", args->json, "print one JSON object: token_ids, text, finish_reason, logprobs");
   return [args] { return run_generate(*args); };

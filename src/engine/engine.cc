@@ -15,6 +15,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "kv/kv_budget.h"
+#include "tokenizer/tokenizer.h"
 
 namespace brisk {
 
@@ -54,11 +55,12 @@ bool EventQueue::finished() const {
 
 namespace {
 
-RequestEvent token_event(int32_t token, float logprob) {
+RequestEvent token_event(int32_t token, float logprob, std::string text) {
   RequestEvent e;
   e.kind = RequestEvent::Kind::kToken;
   e.token = token;
   e.logprob = logprob;
+  e.text = std::move(text);
   return e;
 }
 
@@ -82,6 +84,7 @@ class EngineImpl final : public Engine {
   void cancel(uint64_t request_id) override;
   EngineStats stats() const override;
   int64_t vocab_size() const override { return model_->config().vocab_size; }
+  bool has_tokenizer() const override { return tokenizer_ != nullptr; }
   int64_t max_model_len() const override { return model_->max_model_len(); }
   std::vector<int32_t> eos_token_ids() const override { return eos_ids_; }
   uint64_t weight_bytes_per_step() const override { return model_->weight_bytes_per_step(); }
@@ -105,6 +108,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<LlamaModel> model_;
   std::vector<int32_t> eos_ids_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // null when the folder has none
   int64_t num_blocks_ = 0;
   std::unique_ptr<PrefixCache> prefix_cache_;
   std::unique_ptr<BlockPool> pool_;
@@ -136,6 +140,11 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   const auto& gen_eos = model_->generation_config().eos_token_ids;
   const auto& eos = gen_eos.empty() ? model_->config().eos_token_ids : gen_eos;
   eos_ids_.assign(eos.begin(), eos.end());
+  try {
+    tokenizer_ = Tokenizer::from_folder(options.model_dir);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotFound) throw;
+  }
 
   const size_t bytes_per_block = KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), options.block_size);
   if (options.num_kv_blocks > 0) {
@@ -254,6 +263,8 @@ std::string EngineImpl::check_request(const Request& r) const {
   if (s.top_k < -1) return fmt::format("top_k must be -1 or 0 (disabled) or positive, got {}", s.top_k);
   if (!(s.repetition_penalty > 0))
     return fmt::format("repetition_penalty must be > 0, got {}", s.repetition_penalty);
+  if (!s.stop.empty() && !tokenizer_)
+    return "stop strings need a tokenizer, and the model folder has none (use stop_token_ids)";
   for (int32_t id : s.stop_token_ids)
     if (id < 0 || id >= vocab) return fmt::format("stop token id {} is outside the vocabulary [0, {})", id, vocab);
   return {};
@@ -280,6 +291,8 @@ void EngineImpl::admit_new_requests() {
     r->row.presence_penalty = s.presence_penalty;
     r->row.seed = s.seed ? *s.seed : seed_rng_();
     r->tokens = r->prompt;
+    if (tokenizer_)
+      r->text = std::make_unique<StopStringMatcher>(*tokenizer_, s.skip_special_tokens, s.stop, s.include_stop_str_in_output);
     scheduler_->add(r.get());
     requests_.emplace(r->id, std::move(r));
   }
@@ -337,7 +350,10 @@ void EngineImpl::refresh_stats() {
 void EngineImpl::append_token(Request& r, int32_t token, float logprob) {
   r.tokens.push_back(token);
   r.num_generated++;
-  r.stream->push(token_event(token, logprob));
+  StopStringMatcher::Step text;
+  if (r.text) text = r.text->add(token);
+  r.stream->push(token_event(token, logprob, std::move(text.text)));
+  if (text.stopped) return finish(r, FinishReason::kStop);
   const SamplingParams& s = r.params;
   if (r.num_generated >= s.min_tokens) {
     const bool is_eos = !s.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
@@ -350,8 +366,10 @@ void EngineImpl::append_token(Request& r, int32_t token, float logprob) {
 void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
   scheduler_->remove(&r);
   refresh_stats();  // a client that saw the terminal event sees the blocks freed
-  r.stream->push(finished_event(reason, std::move(error), static_cast<int64_t>(r.prompt.size()),
-                                r.num_cached_prompt_tokens));
+  RequestEvent event = finished_event(reason, std::move(error), static_cast<int64_t>(r.prompt.size()),
+                                     r.num_cached_prompt_tokens);
+  if (r.text) event.text = r.text->finish();
+  r.stream->push(std::move(event));
   requests_.erase(r.id);  // r is destroyed here
 }
 

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "brisk/engine.h"
+#include "engine/stop_strings.h"
 #include "kv/sequence_blocks.h"
 
 namespace brisk {
@@ -44,6 +45,7 @@ struct Request {
   int64_t num_cached_prompt_tokens = 0;
   bool prefix_matched = false;     // the prefix cache was consulted since (re)admission
   SequenceBlocks blocks;
+  std::unique_ptr<StopStringMatcher> text;  // when the model has a tokenizer
   std::shared_ptr<EventQueue> stream;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
