@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brisk/engine.h"
+#include "cli/batch_generate.h"
 #include "cli/commands.h"
 #include "cli/prompt_input.h"
 #include "core/error.h"
@@ -20,10 +21,15 @@ struct GenerateArgs {
   EngineOptions engine;
   SamplingParams sampling;
   PromptInput prompt;
+  std::string input;   // JSONL of requests (offline batch)
+  std::string output;
   bool json = false;
 };
 
 int run_generate(GenerateArgs& args) {
+  BRISK_CHECK(args.input.empty() || !args.output.empty(), "--input needs --output (the results file)");
+  if (!args.input.empty()) return run_batch_generate(args.engine, args.sampling, args.input, args.output);
+  BRISK_CHECK(args.prompt.given(), "generate needs one of --prompt-ids, --prompt, --chat or --input");
   auto tokenizer = load_tokenizer_if_any(args.engine.model_dir);
   std::vector<int32_t> prompt = resolve_prompt(args.prompt, args.engine.model_dir, tokenizer.get());
   auto engine = Engine::create(args.engine);
@@ -68,6 +74,11 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--model", args->engine.model_dir, "Hugging Face model folder (config.json, *.safetensors, ...)")
       ->required();
   add_prompt_options(cmd, args->prompt);
+  auto* input = cmd->add_option("--input", args->input,
+                                "JSONL file of requests ({\"prompt\": ...} or {\"prompt_ids\": [...]} per line), "
+                                "all run at once");
+  cmd->add_option("--output", args->output, "JSONL results in input order (with --input)")->needs(input);
+  input->excludes("--prompt-ids")->excludes("--prompt")->excludes("--chat");
   cmd->add_option("--backend", args->engine.backend, "cpu or cuda")->capture_default_str();
   cmd->add_option("--max-model-len", args->engine.max_model_len, "context length (default: max_position_embeddings)");
   cmd->add_option("--kv-cache-memory", args->engine.kv_cache_memory,

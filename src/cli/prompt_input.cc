@@ -14,11 +14,9 @@ void add_prompt_options(CLI::App* command, PromptInput& input) {
   command->add_option("--system", input.system, "system message for --chat")->needs(chat);
   ids->excludes(text)->excludes(chat);
   text->excludes(chat);
-  command->callback([command, ids, text, chat] {
-    if (ids->count() + text->count() + chat->count() == 0)
-      throw CLI::RequiredError(command->get_name() + ": one of --prompt-ids, --prompt or --chat");
-  });
 }
+
+bool PromptInput::given() const { return !prompt_ids.empty() || !prompt.empty() || !chat.empty(); }
 
 std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::filesystem::path& model_dir) {
   try {

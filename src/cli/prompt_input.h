@@ -18,9 +18,10 @@ struct PromptInput {
   std::string prompt;
   std::string chat;
   std::string system;
+  bool given() const;
 };
 
-// Adds --prompt-ids, --prompt, --chat and --system; exactly one of the first three is required.
+// Adds --prompt-ids, --prompt, --chat and --system; at most one of the first three.
 void add_prompt_options(CLI::App* command, PromptInput& input);
 
 // The folder's tokenizer, or null when it has none (kNotFound); malformed files throw.

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -262,6 +263,48 @@ TEST(CliText, TextPromptWithoutTokenizerIsAClearError) {
   RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --prompt 'Hello'");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("has no tokenizer"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace brisk
+
+namespace brisk {
+namespace {
+
+TEST(CliBatch, InputFileRunsAllRequestsAndKeepsOrder) {
+  auto g = goldens();
+  fs::path dir = testing::make_temp_dir("brisk-batch");
+  std::string lines;
+  for (size_t i = 0; i < 6; ++i) {
+    nlohmann::json line = {{"prompt_ids", g["prompts"][i % 3]}, {"max_tokens", 8 + i}, {"ignore_eos", true},
+                           {"temperature", 0}};
+    lines += line.dump() + "\n";
+  }
+  testing::write_file(dir / "in.jsonl", lines + "\n");
+  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
+                          " --output " + (dir / "out.jsonl").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream results(testing::read_file(dir / "out.jsonl"));
+  std::string line;
+  for (size_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(std::getline(results, line));
+    auto result = nlohmann::json::parse(line);
+    EXPECT_EQ(result["index"], i);
+    auto expected = g["greedy"][i % 3].get<std::vector<int32_t>>();
+    expected.resize(8 + i);
+    EXPECT_EQ(result["token_ids"].get<std::vector<int32_t>>(), expected) << "line " << i;
+    EXPECT_EQ(result["finish_reason"], "length");
+    EXPECT_TRUE(result.contains("ttft_ms"));
+  }
+}
+
+TEST(CliBatch, BadLinesAreNamed) {
+  fs::path dir = testing::make_temp_dir("brisk-batch-bad");
+  testing::write_file(dir / "in.jsonl", "{\"prompt_ids\": [1, 2]}\n{\"prompt_ids\": \"nope\"}\n");
+  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
+                          " --output " + (dir / "out.jsonl").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("in.jsonl line 2: field 'prompt_ids' has the wrong type"), std::string::npos) << r.out;
 }
 
 }  // namespace
