@@ -6,46 +6,14 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
 namespace {
-
-constexpr std::string_view kOp = "attention";
-
-void check_views(const AttentionParams& p) {
-  BRISK_CHECK(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
-              "attention: num_heads ({}) must be a positive multiple of num_kv_heads ({})",
-              p.num_heads, p.num_kv_heads);
-  BRISK_CHECK(p.head_dim > 0, "attention: head_dim is {} but must be positive", p.head_dim);
-  BRISK_CHECK(p.sliding_window >= 0, "attention: sliding_window is {} but must be >= 0",
-              p.sliding_window);
-  const int64_t width = int64_t{p.num_heads} * p.head_dim;
-  check_view(kOp, "q", p.q, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
-  check_float(kOp, "q", p.q);
-  check_float(kOp, "out", p.out);
-  BRISK_CHECK(p.q.size(1) == width, "attention: q is {} but num_heads {} * head_dim {} = {}",
-              p.q.describe(), p.num_heads, p.head_dim, width);
-  check_same_shape(kOp, "out", p.out, "q", p.q);
-  for (auto [name, cache] : {std::pair{"k_cache", p.k_cache}, std::pair{"v_cache", p.v_cache}}) {
-    check_view(kOp, name, cache, 4, Layout::kContiguous);
-    check_float(kOp, name, cache);
-    BRISK_CHECK(cache.size(1) == p.num_kv_heads && cache.size(3) == p.head_dim,
-                "attention: {} is {} but must be [num_blocks, num_kv_heads {}, block_size, "
-                "head_dim {}]", name, cache.describe(), p.num_kv_heads, p.head_dim);
-  }
-  check_same_shape(kOp, "k_cache", p.k_cache, "v_cache", p.v_cache);
-  check_view(kOp, "block_tables", p.block_tables, 2, Layout::kContiguous);
-  check_dtype(kOp, "block_tables", p.block_tables, DType::kI32);
-  const int64_t num_seqs = p.block_tables.size(0);
-  check_index_vector(kOp, "query_start", p.query_start, num_seqs + 1);
-  check_index_vector(kOp, "context_lens", p.context_lens, num_seqs);
-}
 
 // The sequence each query row belongs to, after checking the ragged layout and block tables.
 std::vector<int32_t> check_sequences(const AttentionParams& p) {
@@ -94,7 +62,7 @@ std::vector<int32_t> check_sequences(const AttentionParams& p) {
 }  // namespace
 
 void attention(const AttentionParams& p) {
-  check_views(p);
+  check_op_params(p, Device::kCpu);
   const std::vector<int32_t> token_seq = check_sequences(p);
   const int64_t num_tokens = p.q.size(0);
   const int64_t num_heads = p.num_heads;

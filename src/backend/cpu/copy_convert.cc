@@ -3,9 +3,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "backend/common/op_checks.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 

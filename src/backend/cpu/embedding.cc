@@ -2,32 +2,20 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
 
 void embedding(const EmbeddingParams& p) {
-  constexpr std::string_view kOp = "embedding";
-  check_view(kOp, "table", p.table, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
+  check_op_params(p, Device::kCpu);
   const int64_t num_tokens = p.out.size(0);
   const int64_t num_rows = p.table.size(0);
   const int64_t dim = p.table.size(1);
-  check_index_vector(kOp, "ids", p.ids, num_tokens);
-  BRISK_CHECK(p.out.size(1) == dim, "embedding: table is {} but out is {}: dim differs",
-              p.table.describe(), p.out.describe());
   const bool same_dtype = p.table.dtype() == p.out.dtype();
-  if (same_dtype) {
-    BRISK_CHECK(dtype_bits(p.table.dtype()) >= 8, "embedding: table is {}; packed dtypes cannot be "
-                "gathered row by row", p.table.describe());
-  } else {
-    check_float(kOp, "table", p.table);
-    check_float(kOp, "out", p.out);
-  }
   const int32_t* ids = p.ids.data_as<const int32_t>();
   // All ids are checked before any row is written, so a bad id leaves out untouched.
   for (int64_t t = 0; t < num_tokens; ++t) {

@@ -7,40 +7,18 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
 namespace {
 
-constexpr std::string_view kOp = "gemm";
 // fp32 elements of w per block: 128 KiB, which fits in the L2 cache of any current CPU.
 constexpr int64_t kBlockElements = 32 * 1024;
 constexpr int64_t kMaxBlockRows = 64;
-
-void check_params(const GemmParams& p) {
-  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
-  check_view(kOp, "w", p.w, 2, Layout::kStridedRows);
-  check_view(kOp, "y", p.y, 2, Layout::kStridedRows);
-  check_float(kOp, "x", p.x);
-  check_float(kOp, "w", p.w);
-  check_float(kOp, "y", p.y);
-  BRISK_CHECK(p.x.size(1) == p.w.size(1), "gemm: x is {} but w is {}: K differs",
-              p.x.describe(), p.w.describe());
-  BRISK_CHECK(p.y.size(0) == p.x.size(0), "gemm: x is {} but y is {}: M differs",
-              p.x.describe(), p.y.describe());
-  BRISK_CHECK(p.y.size(1) == p.w.size(0), "gemm: w is {} but y is {}: N differs",
-              p.w.describe(), p.y.describe());
-  if (!p.bias.empty()) {
-    check_view(kOp, "bias", p.bias, 1, Layout::kContiguous);
-    check_float(kOp, "bias", p.bias);
-    BRISK_CHECK(p.bias.size(0) == p.w.size(0), "gemm: w is {} but bias is {}: N differs",
-                p.w.describe(), p.bias.describe());
-  }
-}
 
 // x as a contiguous fp32 [M, K] matrix.
 std::vector<float> x_as_f32(const TensorView& x) {
@@ -57,7 +35,7 @@ std::vector<float> x_as_f32(const TensorView& x) {
 }  // namespace
 
 void gemm(const GemmParams& p) {
-  check_params(p);
+  check_op_params(p, Device::kCpu);
   const int64_t m_rows = p.x.size(0);
   const int64_t n_cols = p.w.size(0);
   const int64_t k = p.x.size(1);

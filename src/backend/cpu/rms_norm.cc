@@ -1,38 +1,15 @@
 // out = rms_norm(x) * weight, optionally after residual += x ("add & norm").
 #include <vector>
 
+#include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
-namespace {
-
-void check_params(const RmsNormParams& p) {
-  constexpr std::string_view kOp = "rms_norm";
-  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
-  check_view(kOp, "weight", p.weight, 1, Layout::kContiguous);
-  check_float(kOp, "x", p.x);
-  check_float(kOp, "out", p.out);
-  check_float(kOp, "weight", p.weight);
-  check_same_shape(kOp, "out", p.out, "x", p.x);
-  BRISK_CHECK(p.weight.size(0) == p.x.size(1), "rms_norm: x is {} but weight is {}: dim differs",
-              p.x.describe(), p.weight.describe());
-  if (!p.residual.empty()) {
-    check_view(kOp, "residual", p.residual, 2, Layout::kStridedRows);
-    check_float(kOp, "residual", p.residual);
-    check_same_shape(kOp, "residual", p.residual, "x", p.x);
-  }
-  BRISK_CHECK(p.eps >= 0.0f, "rms_norm: eps is {} but must be >= 0", p.eps);
-}
-
-}  // namespace
-
 void rms_norm(const RmsNormParams& p) {
-  check_params(p);
+  check_op_params(p, Device::kCpu);
   const int64_t num_rows = p.x.size(0);
   const int64_t dim = p.x.size(1);
   const bool has_residual = !p.residual.empty();

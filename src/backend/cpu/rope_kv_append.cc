@@ -2,54 +2,19 @@
 // then k and v heads into the paged cache at the token's slot.
 #include <vector>
 
+#include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
 namespace {
 
-constexpr std::string_view kOp = "rope_kv_append";
-
 void check_params(const RopeKvAppendParams& p) {
-  BRISK_CHECK(p.num_heads > 0 && p.num_kv_heads > 0,
-              "rope_kv_append: num_heads ({}) and num_kv_heads ({}) must be positive",
-              p.num_heads, p.num_kv_heads);
-  BRISK_CHECK(p.head_dim > 0 && p.head_dim % 2 == 0,
-              "rope_kv_append: head_dim is {} but must be positive and even", p.head_dim);
-  check_view(kOp, "qkv", p.qkv, 2, Layout::kStridedRows);
-  check_float(kOp, "qkv", p.qkv);
+  check_op_params(p, Device::kCpu);
+  // The data-dependent checks: the CUDA kernels guard these reads instead.
   const int64_t num_tokens = p.qkv.size(0);
-  const int64_t width = int64_t{p.num_heads + 2 * p.num_kv_heads} * p.head_dim;
-  BRISK_CHECK(p.qkv.size(1) == width,
-              "rope_kv_append: qkv is {} but (num_heads {} + 2 * num_kv_heads {}) * head_dim {} "
-              "= {} columns are expected", p.qkv.describe(), p.num_heads, p.num_kv_heads,
-              p.head_dim, width);
-  check_index_vector(kOp, "positions", p.positions, num_tokens);
-  check_index_vector(kOp, "slot_mapping", p.slot_mapping, num_tokens);
-  check_view(kOp, "cos_sin", p.cos_sin, 2, Layout::kStridedRows);
-  check_dtype(kOp, "cos_sin", p.cos_sin, DType::kF32);
-  BRISK_CHECK(p.cos_sin.size(1) == p.head_dim, "rope_kv_append: cos_sin is {} but head_dim is {}",
-              p.cos_sin.describe(), p.head_dim);
-  for (auto [name, norm] : {std::pair{"q_norm", p.q_norm}, std::pair{"k_norm", p.k_norm}}) {
-    if (norm.empty()) continue;
-    check_view(kOp, name, norm, 1, Layout::kContiguous);
-    check_float(kOp, name, norm);
-    BRISK_CHECK(norm.size(0) == p.head_dim, "rope_kv_append: {} is {} but head_dim is {}", name,
-                norm.describe(), p.head_dim);
-  }
-  BRISK_CHECK(p.norm_eps >= 0.0f, "rope_kv_append: norm_eps is {} but must be >= 0", p.norm_eps);
-  for (auto [name, cache] : {std::pair{"k_cache", p.k_cache}, std::pair{"v_cache", p.v_cache}}) {
-    check_view(kOp, name, cache, 4, Layout::kContiguous);
-    check_float(kOp, name, cache);
-    BRISK_CHECK(cache.size(1) == p.num_kv_heads && cache.size(3) == p.head_dim,
-                "rope_kv_append: {} is {} but must be [num_blocks, num_kv_heads {}, block_size, "
-                "head_dim {}]", name, cache.describe(), p.num_kv_heads, p.head_dim);
-  }
-  check_same_shape(kOp, "k_cache", p.k_cache, "v_cache", p.v_cache);
-
   const int64_t num_positions = p.cos_sin.size(0);
   const int64_t num_slots = p.k_cache.size(0) * p.k_cache.size(2);
   const int32_t* positions = p.positions.data_as<const int32_t>();

@@ -15,15 +15,14 @@
 #include <span>
 #include <vector>
 
+#include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
 namespace {
 
-constexpr std::string_view kOp = "sample";
 // Below this a temperature is greedy, as in vLLM: dividing by it would overflow the logits.
 constexpr float kMinTemperature = 1e-5f;
 
@@ -45,15 +44,11 @@ struct TokenLists {
   }
 };
 
+// The lists' contents; check_op_params has checked their views.
 TokenLists check_token_lists(std::string_view start_name, const TensorView& start,
                              std::string_view tokens_name, const TensorView& tokens,
                              int64_t num_seqs, int64_t vocab) {
-  BRISK_CHECK(start.empty() == tokens.empty(), "sample: {} and {} must be given together", start_name,
-              tokens_name);
   if (start.empty()) return {};
-  check_index_vector(kOp, start_name, start, num_seqs + 1);
-  check_view(kOp, tokens_name, tokens, 1, Layout::kContiguous);
-  check_dtype(kOp, tokens_name, tokens, DType::kI32);
   TokenLists lists{start.data_as<const int32_t>(), tokens.data_as<const int32_t>()};
   const int64_t total = tokens.size(0);
   for (int64_t s = 0; s < num_seqs; ++s) {
@@ -226,22 +221,10 @@ double sampling_uniform(uint64_t seed, uint64_t step) {
 }
 
 void sample(const SampleParams& p) {
-  check_view(kOp, "logits", p.logits, 2, Layout::kStridedRows);
-  check_dtype(kOp, "logits", p.logits, DType::kF32);
+  check_op_params(p, Device::kCpu);
   const int64_t num_seqs = p.logits.size(0);
   const int64_t vocab = p.logits.size(1);
-  BRISK_CHECK(vocab > 0, "sample: logits is {} but the vocabulary must not be empty",
-              p.logits.describe());
-  BRISK_CHECK(p.rows != nullptr || num_seqs == 0, "sample: rows is null but logits is {}",
-              p.logits.describe());
   for (int64_t s = 0; s < num_seqs; ++s) check_row(p.rows[s], s);
-  check_index_vector(kOp, "out_tokens", p.out_tokens, num_seqs);
-  if (!p.out_logprobs.empty()) {
-    check_view(kOp, "out_logprobs", p.out_logprobs, 1, Layout::kContiguous);
-    check_dtype(kOp, "out_logprobs", p.out_logprobs, DType::kF32);
-    BRISK_CHECK(p.out_logprobs.size(0) == num_seqs, "sample: logits is {} but out_logprobs is {}",
-                p.logits.describe(), p.out_logprobs.describe());
-  }
   const TokenLists prompts = check_token_lists("prompt_start", p.prompt_start, "prompt_tokens",
                                                p.prompt_tokens, num_seqs, vocab);
   const TokenLists outputs = check_token_lists("output_start", p.output_start, "output_tokens",

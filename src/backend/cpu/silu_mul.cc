@@ -2,25 +2,18 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
-#include "backend/cpu/op_checks.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
 
 void silu_mul(const SiluMulParams& p) {
-  constexpr std::string_view kOp = "silu_mul";
-  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
-  check_float(kOp, "x", p.x);
-  check_float(kOp, "out", p.out);
+  check_op_params(p, Device::kCpu);
   const int64_t num_tokens = p.x.size(0);
   const int64_t dim = p.out.size(1);
-  BRISK_CHECK(p.out.size(0) == num_tokens && p.x.size(1) == 2 * dim,
-              "silu_mul: x is {} but out is {}: x must be [num_tokens, 2 * dim] for out "
-              "[num_tokens, dim]", p.x.describe(), p.out.describe());
   LoadFn load = load_fn(p.x.dtype());
   StoreFn store = store_fn(p.out.dtype());
   parallel_for(num_tokens, 4, [&](int64_t begin, int64_t end) {

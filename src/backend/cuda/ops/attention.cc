@@ -4,6 +4,7 @@
 // max_query_len and max_context_len, when given, must be upper bounds: they size the grid.
 #include <limits>
 
+#include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
@@ -12,40 +13,16 @@
 namespace brisk::cuda {
 namespace {
 
-constexpr std::string_view kOp = "attention";
-
 void check_views(const AttentionParams& p) {
-  BRISK_CHECK(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,
-              "attention: num_heads ({}) must be a positive multiple of num_kv_heads ({})",
-              p.num_heads, p.num_kv_heads);
+  check_op_params(p, Device::kCuda);
   BRISK_CHECK(attention_supports_head_dim(p.head_dim),
               "attention: head_dim is {} but the cuda backend supports 32, 64, 128 and 256",
               p.head_dim);
-  BRISK_CHECK(p.sliding_window >= 0, "attention: sliding_window is {} but must be >= 0",
-              p.sliding_window);
-  const int64_t width = int64_t{p.num_heads} * p.head_dim;
-  check_view(kOp, "q", p.q, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
-  check_float(kOp, "q", p.q);
-  check_float(kOp, "out", p.out);
-  BRISK_CHECK(p.q.size(1) == width, "attention: q is {} but num_heads {} * head_dim {} = {}",
-              p.q.describe(), p.num_heads, p.head_dim, width);
-  check_same_shape(kOp, "out", p.out, "q", p.q);
   for (auto [name, cache] : {std::pair{"k_cache", p.k_cache}, std::pair{"v_cache", p.v_cache}}) {
-    check_view(kOp, name, cache, 4, Layout::kContiguous);
-    check_float(kOp, name, cache);
-    BRISK_CHECK(cache.size(1) == p.num_kv_heads && cache.size(3) == p.head_dim,
-                "attention: {} is {} but must be [num_blocks, num_kv_heads {}, block_size, "
-                "head_dim {}]", name, cache.describe(), p.num_kv_heads, p.head_dim);
     BRISK_CHECK(reinterpret_cast<uintptr_t>(cache.data()) % 16 == 0,
                 "attention: {} ({}) must start 16-byte aligned", name, cache.describe());
   }
-  check_same_shape(kOp, "k_cache", p.k_cache, "v_cache", p.v_cache);
-  check_view(kOp, "block_tables", p.block_tables, 2, Layout::kContiguous);
-  check_dtype(kOp, "block_tables", p.block_tables, DType::kI32);
   const int64_t num_seqs = p.block_tables.size(0);
-  check_index_vector(kOp, "query_start", p.query_start, num_seqs + 1);
-  check_index_vector(kOp, "context_lens", p.context_lens, num_seqs);
   BRISK_CHECK(num_seqs <= 65535, "attention: {} sequences in one call; the cuda backend takes at "
               "most 65535", num_seqs);
   BRISK_CHECK(p.q.size(0) <= std::numeric_limits<int32_t>::max() / p.num_heads,

@@ -1,6 +1,7 @@
 // embedding: out[t] = table[ids[t]]. Ids are checked on the device: an id outside the table
 // gives a zero row (the CPU reference throws before writing; checking here would need a copy
 // of ids to the host and a synchronisation per step).
+#include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
@@ -9,22 +10,10 @@
 namespace brisk::cuda {
 
 void embedding(const OpContext& ctx, const EmbeddingParams& p) {
-  constexpr std::string_view kOp = "embedding";
-  check_view(kOp, "table", p.table, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
+  check_op_params(p, Device::kCuda);
   const int64_t num_tokens = p.out.size(0);
   const int64_t dim = p.table.size(1);
-  check_index_vector(kOp, "ids", p.ids, num_tokens);
-  BRISK_CHECK(p.out.size(1) == dim, "embedding: table is {} but out is {}: dim differs",
-              p.table.describe(), p.out.describe());
   const bool same_dtype = p.table.dtype() == p.out.dtype();
-  if (same_dtype) {
-    BRISK_CHECK(dtype_bits(p.table.dtype()) >= 8, "embedding: table is {}; packed dtypes cannot be "
-                "gathered row by row", p.table.describe());
-  } else {
-    check_float(kOp, "table", p.table);
-    check_float(kOp, "out", p.out);
-  }
   EmbeddingArgs a;
   a.table = p.table.data();
   a.table_stride_bytes = static_cast<int64_t>(dtype_bytes(p.table.dtype(), p.table.stride(0)));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/op_checks.h"
 #include "backend/cuda/runtime/cuda_check.h"
@@ -9,29 +10,6 @@
 
 namespace brisk::cuda {
 namespace {
-
-constexpr std::string_view kOp = "gemm";
-
-void check_params(const GemmParams& p) {
-  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
-  check_view(kOp, "w", p.w, 2, Layout::kStridedRows);
-  check_view(kOp, "y", p.y, 2, Layout::kStridedRows);
-  check_float(kOp, "x", p.x);
-  check_float(kOp, "w", p.w);
-  check_float(kOp, "y", p.y);
-  BRISK_CHECK(p.x.size(1) == p.w.size(1), "gemm: x is {} but w is {}: K differs",
-              p.x.describe(), p.w.describe());
-  BRISK_CHECK(p.y.size(0) == p.x.size(0), "gemm: x is {} but y is {}: M differs",
-              p.x.describe(), p.y.describe());
-  BRISK_CHECK(p.y.size(1) == p.w.size(0), "gemm: w is {} but y is {}: N differs",
-              p.w.describe(), p.y.describe());
-  if (!p.bias.empty()) {
-    check_view(kOp, "bias", p.bias, 1, Layout::kContiguous);
-    check_float(kOp, "bias", p.bias);
-    BRISK_CHECK(p.bias.size(0) == p.w.size(0), "gemm: w is {} but bias is {}: N differs",
-                p.w.describe(), p.bias.describe());
-  }
-}
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
@@ -176,7 +154,7 @@ bool GemmRunner::matmul(const OpContext& ctx, TensorView x, TensorView w, Tensor
 }
 
 void GemmRunner::run(const OpContext& ctx, const GemmParams& p) {
-  check_params(p);
+  check_op_params(p, Device::kCuda);
   const int64_t m = p.x.size(0), n = p.w.size(0), k = p.x.size(1);
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: y = bias or 0

@@ -1,4 +1,5 @@
 // rms_norm: out = rms_norm(x [+ residual, stored back]) * weight.
+#include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
@@ -7,22 +8,7 @@
 namespace brisk::cuda {
 
 void rms_norm(const OpContext& ctx, const RmsNormParams& p) {
-  constexpr std::string_view kOp = "rms_norm";
-  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
-  check_view(kOp, "weight", p.weight, 1, Layout::kContiguous);
-  check_float(kOp, "x", p.x);
-  check_float(kOp, "out", p.out);
-  check_float(kOp, "weight", p.weight);
-  check_same_shape(kOp, "out", p.out, "x", p.x);
-  BRISK_CHECK(p.weight.size(0) == p.x.size(1), "rms_norm: x is {} but weight is {}: dim differs",
-              p.x.describe(), p.weight.describe());
-  if (!p.residual.empty()) {
-    check_view(kOp, "residual", p.residual, 2, Layout::kStridedRows);
-    check_float(kOp, "residual", p.residual);
-    check_same_shape(kOp, "residual", p.residual, "x", p.x);
-  }
-  BRISK_CHECK(p.eps >= 0.0f, "rms_norm: eps is {} but must be >= 0", p.eps);
+  check_op_params(p, Device::kCuda);
 
   RmsNormArgs a;
   a.x = p.x.data();

@@ -2,26 +2,14 @@
 // (kernels/sample.cu). rows must point to device memory; their values are not checked here
 // (that would need a copy to the host), so callers validate SamplingRow on the host, as the
 // engine does for every request.
+#include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
-#include "backend/cuda/ops/op_checks.h"
 #include "backend/cuda/runtime/cuda_check.h"
 #include "core/error.h"
 
 namespace brisk::cuda {
 namespace {
-
-constexpr std::string_view kOp = "sample";
-
-void check_token_lists(std::string_view start_name, const TensorView& start,
-                       std::string_view tokens_name, const TensorView& tokens, int64_t num_seqs) {
-  BRISK_CHECK(start.empty() == tokens.empty(), "sample: {} and {} must be given together",
-              start_name, tokens_name);
-  if (start.empty()) return;
-  check_index_vector(kOp, start_name, start, num_seqs + 1);
-  check_view(kOp, tokens_name, tokens, 1, Layout::kContiguous);
-  check_dtype(kOp, tokens_name, tokens, DType::kI32);
-}
 
 void check_device_pointer(const void* ptr) {
   cudaPointerAttributes attributes{};
@@ -34,25 +22,11 @@ void check_device_pointer(const void* ptr) {
 }  // namespace
 
 void sample(const OpContext& ctx, const SampleParams& p) {
-  check_view(kOp, "logits", p.logits, 2, Layout::kStridedRows);
-  check_dtype(kOp, "logits", p.logits, DType::kF32);
+  check_op_params(p, Device::kCuda);
   const int64_t num_seqs = p.logits.size(0);
   const int64_t vocab = p.logits.size(1);
-  BRISK_CHECK(vocab > 0, "sample: logits is {} but the vocabulary must not be empty",
-              p.logits.describe());
   BRISK_CHECK(vocab < (int64_t{1} << 31), "sample: logits is {}: vocabulary too large",
               p.logits.describe());
-  BRISK_CHECK(p.rows != nullptr || num_seqs == 0, "sample: rows is null but logits is {}",
-              p.logits.describe());
-  check_index_vector(kOp, "out_tokens", p.out_tokens, num_seqs);
-  if (!p.out_logprobs.empty()) {
-    check_view(kOp, "out_logprobs", p.out_logprobs, 1, Layout::kContiguous);
-    check_dtype(kOp, "out_logprobs", p.out_logprobs, DType::kF32);
-    BRISK_CHECK(p.out_logprobs.size(0) == num_seqs, "sample: logits is {} but out_logprobs is {}",
-                p.logits.describe(), p.out_logprobs.describe());
-  }
-  check_token_lists("prompt_start", p.prompt_start, "prompt_tokens", p.prompt_tokens, num_seqs);
-  check_token_lists("output_start", p.output_start, "output_tokens", p.output_tokens, num_seqs);
   if (num_seqs == 0) return;
   check_device_pointer(p.rows);
 

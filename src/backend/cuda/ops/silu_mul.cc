@@ -1,4 +1,5 @@
 // silu_mul: out = silu(gate) * up with x = [gate | up].
+#include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
@@ -7,16 +8,9 @@
 namespace brisk::cuda {
 
 void silu_mul(const OpContext& ctx, const SiluMulParams& p) {
-  constexpr std::string_view kOp = "silu_mul";
-  check_view(kOp, "x", p.x, 2, Layout::kStridedRows);
-  check_view(kOp, "out", p.out, 2, Layout::kStridedRows);
-  check_float(kOp, "x", p.x);
-  check_float(kOp, "out", p.out);
+  check_op_params(p, Device::kCuda);
   const int64_t num_tokens = p.x.size(0);
   const int64_t dim = p.out.size(1);
-  BRISK_CHECK(p.out.size(0) == num_tokens && p.x.size(1) == 2 * dim,
-              "silu_mul: x is {} but out is {}: x must be [num_tokens, 2 * dim] for out "
-              "[num_tokens, dim]", p.x.describe(), p.out.describe());
   SiluMulArgs a;
   a.x = p.x.data();
   a.x_stride = p.x.stride(0);

@@ -1,14 +1,20 @@
-#include "backend/cpu/op_checks.h"
+#include "backend/common/op_checks.h"
 
 #include "core/error.h"
 
-namespace brisk::cpu {
+namespace brisk {
 
 void check_view(std::string_view op, std::string_view name, const TensorView& view, int rank,
-                Layout layout) {
+                Layout layout, Device device) {
   BRISK_CHECK(!view.empty(), "{}: {} is required but was not given", op, name);
-  BRISK_CHECK(view.device() == Device::kCpu, "{}: {} is {} but the cpu backend needs host memory",
-              op, name, view.describe());
+  if (device == Device::kCpu) {
+    BRISK_CHECK(view.device() == Device::kCpu,
+                "{}: {} is {} but the cpu backend needs host memory", op, name, view.describe());
+  } else {
+    BRISK_CHECK(view.device() == Device::kCuda,
+                "{}: {} is {} but the cuda backend needs device memory (copy it with "
+                "Backend::copy or to_backend)", op, name, view.describe());
+  }
   BRISK_CHECK(view.rank() == rank, "{}: {} is {} but must have rank {}", op, name,
               view.describe(), rank);
   if (layout == Layout::kContiguous) {
@@ -33,8 +39,8 @@ void check_dtype(std::string_view op, std::string_view name, const TensorView& v
 }
 
 void check_index_vector(std::string_view op, std::string_view name, const TensorView& view,
-                        int64_t num_elements) {
-  check_view(op, name, view, 1, Layout::kContiguous);
+                        int64_t num_elements, Device device) {
+  check_view(op, name, view, 1, Layout::kContiguous, device);
   check_dtype(op, name, view, DType::kI32);
   BRISK_CHECK(view.size(0) == num_elements, "{}: {} is {} but must have {} elements", op, name,
               view.describe(), num_elements);
@@ -46,4 +52,4 @@ void check_same_shape(std::string_view op, std::string_view name_a, const Tensor
               a.describe(), name_b, b.describe());
 }
 
-}  // namespace brisk::cpu
+}  // namespace brisk
