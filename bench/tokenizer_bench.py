@@ -15,8 +15,13 @@ QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{
 
 
 def load(path):
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, "tokenizer.json")):
+        path = os.path.join(path, "tokenizer.json")
     if path.endswith(".json"):
-        return Tokenizer.from_file(path)
+        try:
+            return Tokenizer.from_file(path)
+        except Exception as e:  # tokenizers 0.23 rejects Llama-2's merges written with extra spaces
+            sys.exit(f"{path}: HF tokenizers cannot load it ({e})")
     tok = Tokenizer(models.BPE.from_file(os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt")))
     if "qwen" in path:
         tok.normalizer = normalizers.NFC()
