@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/json_util.h"
 
 namespace brisk {
 namespace {
@@ -16,29 +17,6 @@ using nlohmann::json;
 // vocab_size * hidden_size) far from int64 overflow.
 constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
 
-// A short description of a JSON value for error messages; nested containers are summarised
-// because dump() recurses.
-std::string describe(const json& value) {
-  if (value.is_structured()) {
-    bool flat = value.size() <= 8 && std::none_of(value.begin(), value.end(),
-                                                  [](const json& item) { return item.is_structured(); });
-    if (!flat)
-      return fmt::format("{} with {} elements", value.is_array() ? "an array" : "an object", value.size());
-  }
-  std::string text = value.dump();
-  if (text.size() > 80) text = text.substr(0, 77) + "...";
-  return text;
-}
-
-std::optional<int64_t> as_int(const json& value) {
-  if (value.is_number_unsigned()) {
-    auto v = value.get<uint64_t>();
-    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-    return static_cast<int64_t>(v);
-  }
-  if (value.is_number_integer()) return value.get<int64_t>();
-  return std::nullopt;
-}
 
 // Typed access to the fields of one JSON object. `prefix` qualifies nested field names in
 // messages ("rope_scaling.factor"); absent and null fields read as "not given", which is how
@@ -57,7 +35,7 @@ class Fields {
 
   [[noreturn]] void fail(const std::string& key, const std::string& expected, const json& got) const {
     throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' must be {}, got {}", source_, name(key),
-                expected, describe(got));
+                expected, describe_json(got));
   }
   const json& required(const std::string& key) const {
     const json* value = find(key);
@@ -70,7 +48,7 @@ class Fields {
                                       const char* expected) const {
     const json* value = find(key);
     if (!value) return std::nullopt;
-    auto v = as_int(*value);
+    auto v = json_int64(*value);
     if (!v || *v < min || *v > max) fail(key, expected, *value);
     return v;
   }
@@ -119,7 +97,7 @@ class Fields {
     const char* expected = "a non-negative integer token id or a list of them";
     std::vector<int64_t> ids;
     auto add = [&](const json& item) {
-      auto id = as_int(item);
+      auto id = json_int64(item);
       if (!id || *id < 0 || *id > kMaxSize) fail(key, expected, *value);
       if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
     };
@@ -268,7 +246,7 @@ json parse_json_file(const std::filesystem::path& path) {
 void require_object(const json& root, const std::string& source) {
   if (!root.is_object())
     throw_error(ErrorCode::kInvalidArgument, "{}: expected a JSON object at the top level, got {}", source,
-                describe(root));
+                describe_json(root));
 }
 
 }  // namespace
@@ -336,7 +314,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& root, const std::string
   config.eos_token_ids = fields.token_id_list("eos_token_id");
   config.bos_token_id = fields.optional_token_id("bos_token_id");
   // Some converted Llama configs use pad_token_id -1 for "no padding token".
-  if (const json* pad = fields.find("pad_token_id"); pad && as_int(*pad) && *as_int(*pad) < 0)
+  if (const json* pad = fields.find("pad_token_id"); pad && json_int64(*pad) && *json_int64(*pad) < 0)
     config.pad_token_id = std::nullopt;
   else
     config.pad_token_id = fields.optional_token_id("pad_token_id");

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_util.h"
 
 namespace brisk {
 namespace {
@@ -27,34 +28,13 @@ using nlohmann::json;
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr size_t kLengthPrefixBytes = 8;
 
-// A short description of an untrusted JSON value for error messages. Dumps only flat, short
-// containers: dump() recurses, and a hostile header can nest a million levels deep.
-std::string describe(const json& value) {
-  if (value.is_structured()) {
-    bool flat = value.size() <= 8 && std::none_of(value.begin(), value.end(),
-                                                  [](const json& item) { return item.is_structured(); });
-    if (!flat)
-      return fmt::format("{} with {} elements", value.is_array() ? "an array" : "an object", value.size());
-  }
-  std::string text = value.dump();
-  if (text.size() > 80) text = text.substr(0, 77) + "...";
-  return text;
-}
 
-// Reads a non-negative JSON integer that fits in int64; nullopt for anything else (floats,
+// A non-negative JSON integer that fits in int64; nullopt for anything else (floats,
 // negatives, strings, values above 2^63-1).
 std::optional<int64_t> non_negative_int(const json& value) {
-  if (value.is_number_unsigned()) {
-    uint64_t v = value.get<uint64_t>();
-    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-    return static_cast<int64_t>(v);
-  }
-  if (value.is_number_integer()) {
-    int64_t v = value.get<int64_t>();
-    if (v < 0) return std::nullopt;
-    return v;
-  }
-  return std::nullopt;
+  auto v = json_int64(value);
+  if (v && *v < 0) return std::nullopt;
+  return v;
 }
 
 struct ParsedHeader {
@@ -65,12 +45,12 @@ struct ParsedHeader {
 std::map<std::string, std::string> parse_metadata(const json& value, const std::string& file_name) {
   if (!value.is_object())
     throw_error(ErrorCode::kCorruptData, "{}: '__metadata__' must be an object of strings, got {}", file_name,
-                describe(value));
+                describe_json(value));
   std::map<std::string, std::string> metadata;
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string())
       throw_error(ErrorCode::kCorruptData, "{}: '__metadata__' value for key '{}' must be a string, got {}",
-                  file_name, key, describe(item));
+                  file_name, key, describe_json(item));
     metadata[key] = item.get<std::string>();
   }
   return metadata;
@@ -79,7 +59,7 @@ std::map<std::string, std::string> parse_metadata(const json& value, const std::
 Shape parse_shape(const json& value, const std::string& where) {
   if (!value.is_array())
     throw_error(ErrorCode::kCorruptData, "{}: 'shape' must be an array of non-negative integers, got {}",
-                where, describe(value));
+                where, describe_json(value));
   if (value.size() > static_cast<size_t>(Shape::kMaxDims))
     throw_error(ErrorCode::kUnsupported, "{}: shape has {} dimensions; brisk supports at most {}", where,
                 value.size(), Shape::kMaxDims);
@@ -88,7 +68,7 @@ Shape parse_shape(const json& value, const std::string& where) {
     auto d = non_negative_int(dim);
     if (!d)
       throw_error(ErrorCode::kCorruptData, "{}: 'shape' dimensions must be non-negative integers, got {}",
-                  where, describe(dim));
+                  where, describe_json(dim));
     shape.push_back(*d);
   }
   return shape;
@@ -115,7 +95,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, size_t 
                              const std::string& file_name) {
   std::string where = fmt::format("{}: tensor '{}'", file_name, name);
   if (!value.is_object())
-    throw_error(ErrorCode::kCorruptData, "{}: entry must be an object, got {}", where, describe(value));
+    throw_error(ErrorCode::kCorruptData, "{}: entry must be an object, got {}", where, describe_json(value));
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!value.contains(key)) throw_error(ErrorCode::kCorruptData, "{}: entry is missing '{}'", where, key);
 
@@ -123,7 +103,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, size_t 
   entry.name = name;
   const json& dtype = value.at("dtype");
   if (!dtype.is_string())
-    throw_error(ErrorCode::kCorruptData, "{}: 'dtype' must be a string, got {}", where, describe(dtype));
+    throw_error(ErrorCode::kCorruptData, "{}: 'dtype' must be a string, got {}", where, describe_json(dtype));
   entry.dtype = dtype_from_safetensors(dtype.get<std::string>(), where);
   entry.shape = parse_shape(value.at("shape"), where);
 
@@ -136,7 +116,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, size_t 
   if (!begin || !end || *begin > *end)
     throw_error(ErrorCode::kCorruptData,
                 "{}: 'data_offsets' must be two non-negative integers [begin, end] with begin <= end, got {}",
-                where, describe(offsets));
+                where, describe_json(offsets));
   if (static_cast<uint64_t>(*end) > data_size)
     throw_error(ErrorCode::kCorruptData,
                 "{}: data_offsets [{}, {}] extend beyond the data section of {} bytes (truncated file?)",
@@ -162,7 +142,7 @@ ParsedHeader parse(std::string_view header_json, size_t data_size, const std::st
   if (header.is_discarded()) throw_error(ErrorCode::kCorruptData, "{}: header is not valid JSON", file_name);
   if (!header.is_object())
     throw_error(ErrorCode::kCorruptData, "{}: header must be a JSON object, got {}", file_name,
-                describe(header));
+                describe_json(header));
   ParsedHeader parsed;
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
@@ -314,7 +294,7 @@ IndexedShards read_index(const std::filesystem::path& index_path) {
   for (const auto& [tensor, file] : index.at("weight_map").items()) {
     if (!file.is_string())
       throw_error(ErrorCode::kCorruptData, "{}: weight_map entry for '{}' must be a file name, got {}", name,
-                  tensor, describe(file));
+                  tensor, describe_json(file));
     std::filesystem::path shard(file.get<std::string>());
     // The index is data from the internet: keep it from pointing outside the model folder.
     bool escapes = shard.empty() || shard.is_absolute() ||

@@ -1,0 +1,32 @@
+#include "core/json_util.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace brisk {
+
+std::string describe_json(const nlohmann::json& value) {
+  if (value.is_structured()) {
+    bool flat = value.size() <= 8 && std::none_of(value.begin(), value.end(),
+                                                  [](const nlohmann::json& item) { return item.is_structured(); });
+    if (!flat)
+      return fmt::format("{} with {} elements", value.is_array() ? "an array" : "an object", value.size());
+  }
+  std::string text = value.dump();
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  return text;
+}
+
+std::optional<int64_t> json_int64(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    auto v = value.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(v);
+  }
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return std::nullopt;
+}
+
+}  // namespace brisk

@@ -1,0 +1,19 @@
+// Small helpers for reading untrusted JSON (config files, safetensors headers, requests).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace brisk {
+
+// A short description of a JSON value for error messages. Dumps only flat, short containers:
+// dump() recurses, and a hostile document can nest a million levels deep.
+std::string describe_json(const nlohmann::json& value);
+
+// The value as int64 when it is a JSON integer that fits; nullopt for floats, strings, others.
+std::optional<int64_t> json_int64(const nlohmann::json& value);
+
+}  // namespace brisk
