@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_util.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/hf_tokenizer_loader.h"
 
@@ -14,13 +15,6 @@ namespace {
 
 constexpr int32_t kQwen2VocabSize = 151643;  // byte-level entries of Qwen2's vocab.json
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error(ErrorCode::kNotFound, "cannot read {}", path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Adds the config's added tokens, or `defaults` when the config lists none; normalized
 // tokens get their normalized form for matching.
@@ -84,7 +78,7 @@ std::string decode_base64(std::string_view text, const std::string& where, size_
 
 std::unique_ptr<HfTokenizer> load_vocab_merges(const std::filesystem::path& dir, TokenizerConfig config) {
   auto vocab_path = dir / "vocab.json", merges_path = dir / "merges.txt";
-  nlohmann::json vocab_json = nlohmann::json::parse(read_text(vocab_path), nullptr, false);
+  nlohmann::json vocab_json = nlohmann::json::parse(read_text_file(vocab_path), nullptr, false);
   if (vocab_json.is_discarded() || !vocab_json.is_object())
     throw_error(ErrorCode::kCorruptData, "{}: not a JSON object of token -> id", vocab_path.string());
   TokenIdMap vocab;
@@ -95,7 +89,7 @@ std::unique_ptr<HfTokenizer> load_vocab_merges(const std::filesystem::path& dir,
     vocab.emplace(token, id.get<int32_t>());
   }
   std::vector<std::pair<std::string, std::string>> merges;
-  std::istringstream lines(read_text(merges_path));
+  std::istringstream lines(read_text_file(merges_path));
   std::string line;
   for (size_t number = 1; std::getline(lines, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -147,7 +141,7 @@ bool looks_like_tiktoken(const std::string& head) {
 }
 
 std::unique_ptr<HfTokenizer> load_tiktoken(const std::filesystem::path& file, TokenizerConfig config) {
-  std::istringstream lines(read_text(file));
+  std::istringstream lines(read_text_file(file));
   std::string line;
   TokenIdMap vocab;
   int32_t num_ranks = 0;

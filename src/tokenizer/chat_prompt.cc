@@ -4,26 +4,15 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_util.h"
 
 namespace brisk {
-namespace {
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error(ErrorCode::kNotFound, "cannot read {}", path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 ChatPrompt ChatPrompt::from_folder(const std::filesystem::path& dir) {
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   const auto config_path = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
     try {
-      config = nlohmann::ordered_json::parse(read_text(config_path));
+      config = nlohmann::ordered_json::parse(read_text_file(config_path));
     } catch (const nlohmann::json::exception& e) {
       throw_error(ErrorCode::kCorruptData, "{} is not valid JSON: {}", config_path.string(), e.what());
     }
@@ -32,7 +21,7 @@ ChatPrompt ChatPrompt::from_folder(const std::filesystem::path& dir) {
   // transformers >= 4.43 saves the template in its own file, which wins over the config's.
   const auto jinja_path = dir / "chat_template.jinja";
   if (std::filesystem::exists(jinja_path))
-    return ChatPrompt(ChatTemplate::parse(read_text(jinja_path), jinja_path.string()), std::move(special));
+    return ChatPrompt(ChatTemplate::parse(read_text_file(jinja_path), jinja_path.string()), std::move(special));
   if (!config.contains("chat_template"))
     throw_error(ErrorCode::kNotFound,
                 "model folder {} has no chat template (no chat_template.jinja and no chat_template in "

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_util.h"
 
 namespace brisk {
 namespace {
@@ -30,11 +31,7 @@ std::optional<bool> optional_bool(const nlohmann::json& j, const char* key, cons
 TokenizerConfig TokenizerConfig::load(const std::filesystem::path& dir) {
   auto path = dir / "tokenizer_config.json";
   if (!std::filesystem::exists(path)) return {};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error(ErrorCode::kNotFound, "cannot read {}", path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path.string());
+  return parse(read_text_file(path), path.string());
 }
 
 TokenizerConfig TokenizerConfig::parse(const std::string& json_text, const std::string& where) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_util.h"
 #include "tokenizer/hf_tokenizer_loader.h"
 
 namespace brisk {
@@ -150,11 +151,7 @@ std::unique_ptr<HfTokenizer> parse_tokenizer_json(const std::string& json_text, 
 }
 
 std::unique_ptr<HfTokenizer> load_tokenizer_json(const std::filesystem::path& file, TokenizerConfig config) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw_error(ErrorCode::kNotFound, "cannot read {}", file.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_tokenizer_json(ss.str(), file.string(), std::move(config));
+  return parse_tokenizer_json(read_text_file(file), file.string(), std::move(config));
 }
 
 }  // namespace brisk
