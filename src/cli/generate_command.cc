@@ -51,7 +51,6 @@ int run_generate(GenerateArgs& args) {
   }
   if (event.finish_reason == FinishReason::kError) throw Error(ErrorCode::kInvalidArgument, event.error);
   if (!args.json && tokenizer) fmt::print("\n");
-  std::fflush(stdout);
   if (args.json) {
     nlohmann::json out = {{"token_ids", tokens}, {"finish_reason", finish_reason_name(event.finish_reason)},
                           {"logprobs", logprobs}, {"prompt_token_ids", prompt}};
@@ -60,6 +59,7 @@ int run_generate(GenerateArgs& args) {
   } else if (!tokenizer) {
     fmt::print("{}\n", fmt::join(tokens, ","));
   }
+  std::fflush(stdout);
   if (!args.json) fmt::print(stderr, "finish_reason: {}\n", finish_reason_name(event.finish_reason));
   return 0;
 }
