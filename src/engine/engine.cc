@@ -48,11 +48,6 @@ void EventQueue::push(RequestEvent event) {
   ready_.notify_all();
 }
 
-bool EventQueue::finished() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return finished_;
-}
-
 namespace {
 
 RequestEvent token_event(int32_t token, float logprob, std::string text) {

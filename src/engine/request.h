@@ -21,11 +21,10 @@ class EventQueue final : public RequestStream {
   uint64_t id() const override { return id_; }
   std::optional<RequestEvent> next(std::chrono::milliseconds timeout) override;
   void push(RequestEvent event);
-  bool finished() const;
 
  private:
   uint64_t id_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<RequestEvent> events_;
   bool finished_ = false;

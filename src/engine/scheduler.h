@@ -37,8 +37,6 @@ class Scheduler {
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
   int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t num_preemptions() const { return num_preemptions_; }
-  const std::vector<Request*>& running() const { return running_; }
-  const std::deque<Request*>& waiting() const { return waiting_; }
 
  private:
   // Frees the last running request's blocks and puts it back at the head of the queue.
