@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -55,6 +57,17 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary);
   out << content;
   if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+void expect_error(const std::function<void()>& fn, ErrorCode code, const std::vector<std::string>& substrings) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error (" << error_code_name(code) << ")";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const auto& s : substrings)
+      EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << "'" << e.what() << "' does not name '" << s << "'";
+  }
 }
 
 RequestResult collect(RequestStream& stream) {

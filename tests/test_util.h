@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ std::filesystem::path shared_testdata_dir();
 std::filesystem::path make_temp_dir(const std::string& prefix);
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
+
+// Expects fn to throw brisk::Error with the code and a message containing every substring
+// (an error must name what is wrong).
+void expect_error(const std::function<void()>& fn, ErrorCode code, const std::vector<std::string>& substrings);
 
 // Everything one request's stream produced.
 struct RequestResult {

@@ -38,6 +38,7 @@ class Parser {
   // Expressions.
   ExprPtr parse_tuple(bool with_condexpr = true);
   ExprPtr parse_expression(bool with_condexpr = true);
+  ExprPtr parse_keyword_chain(const char* keyword, ExprPtr (Parser::*operand)());
   ExprPtr parse_or();
   ExprPtr parse_and();
   ExprPtr parse_not();

@@ -37,31 +37,23 @@ ExprPtr Parser::parse_expression(bool with_condexpr) {
   return node;
 }
 
-ExprPtr Parser::parse_or() {
-  ExprPtr node = parse_and();
-  while (at_name("or")) {
+// A left-associative chain `operand (keyword operand)*` of the boolean keyword operators.
+ExprPtr Parser::parse_keyword_chain(const char* keyword, ExprPtr (Parser::*operand)()) {
+  ExprPtr node = (this->*operand)();
+  while (at_name(keyword)) {
     auto bin = make(ExprKind::kBinary, current().loc);
     ++pos_;
-    bin->name = "or";
+    bin->name = keyword;
     bin->args.push_back(std::move(node));
-    bin->args.push_back(parse_and());
+    bin->args.push_back((this->*operand)());
     node = std::move(bin);
   }
   return node;
 }
 
-ExprPtr Parser::parse_and() {
-  ExprPtr node = parse_not();
-  while (at_name("and")) {
-    auto bin = make(ExprKind::kBinary, current().loc);
-    ++pos_;
-    bin->name = "and";
-    bin->args.push_back(std::move(node));
-    bin->args.push_back(parse_not());
-    node = std::move(bin);
-  }
-  return node;
-}
+ExprPtr Parser::parse_or() { return parse_keyword_chain("or", &Parser::parse_and); }
+
+ExprPtr Parser::parse_and() { return parse_keyword_chain("and", &Parser::parse_not); }
 
 ExprPtr Parser::parse_not() {
   if (at_name("not")) {

@@ -15,18 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-void expect_error(const std::function<void()>& fn, ErrorCode code,
-                  const std::vector<std::string>& substrings) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error (" << error_code_name(code) << ")";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& s : substrings)
-      EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
-          << "'" << e.what() << "' does not name '" << s << "'";
-  }
-}
+using testing::expect_error;
 
 ModelConfig parse(const char* text) { return ModelConfig::from_json(json::parse(text), "config.json"); }
 

@@ -22,18 +22,7 @@ using testing::make_temp_dir;
 using testing::read_file;
 using testing::write_file;
 
-void expect_error(const std::function<void()>& fn, ErrorCode code,
-                  const std::vector<std::string>& substrings) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error (" << error_code_name(code) << ")";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& s : substrings)
-      EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
-          << "'" << e.what() << "' does not name '" << s << "'";
-  }
-}
+using testing::expect_error;
 
 std::string le64(uint64_t value) {
   std::string out(8, '\0');
