@@ -30,6 +30,9 @@ struct EngineOptions {
 };
 
 struct SamplingParams {
+  // Independent samples of one prompt; they share the prompt's KV blocks. Each sample's seed is
+  // derived from `seed` and its index, so a seeded request is reproducible and its samples differ.
+  int32_t n = 1;
   float temperature = 1.0f;  // 0: greedy
   float top_p = 1.0f;
   int32_t top_k = 0;         // 0 or -1: disabled
@@ -48,7 +51,11 @@ struct SamplingParams {
   std::vector<std::string> stop;
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;  // for the text of events
+  // Most likely alternatives reported with each token (0 to kMaxTopLogprobs).
+  int32_t top_logprobs = 0;
 };
+
+inline constexpr int32_t kMaxTopLogprobs = 20;
 
 struct GenerationRequest {
   std::vector<int32_t> prompt_ids;
@@ -58,12 +65,19 @@ struct GenerationRequest {
 enum class FinishReason { kStop, kLength, kCancelled, kError };
 std::string_view finish_reason_name(FinishReason reason);
 
-// One event of a request's stream: a generated token, or the single terminal event.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+};
+
+// One event of a request's stream: a generated token, or the terminal event of one sample.
 struct RequestEvent {
   enum class Kind { kToken, kFinished };
   Kind kind = Kind::kToken;
+  int32_t index = 0;                    // which of the request's n samples
   int32_t token = -1;
   float logprob = 0.0f;                 // log-probability of the token under the raw logits
+  std::vector<TokenLogprob> top_logprobs;  // sampling.top_logprobs best, most likely first
   std::string text;                     // newly final text (when the model folder has a tokenizer);
                                         // on kFinished: text held back until the end
   FinishReason finish_reason = FinishReason::kStop;
@@ -73,7 +87,9 @@ struct RequestEvent {
   std::chrono::steady_clock::time_point time;  // when the engine produced the event
 };
 
-// The events of one request, in order; the last one is always kFinished.
+// The events of one request, in order per sample. Each of the n samples ends with exactly one
+// kFinished event (with its index); a request rejected at admission gets one kFinished(kError)
+// with index 0 and nothing else. next() returns nullopt after the last terminal event.
 class RequestStream {
  public:
   virtual ~RequestStream() = default;
