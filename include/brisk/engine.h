@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ struct EngineOptions {
   std::string kv_cache_memory;
   int64_t num_kv_blocks = 0;            // > 0 overrides kv_cache_memory (tests)
   bool enable_prefix_caching = true;
+  // Called while weights load, after each layer (a progress bar); may be empty.
+  std::function<void(int64_t num_layers_done, int64_t num_layers)> on_load_progress;
 };
 
 struct SamplingParams {

@@ -77,7 +77,7 @@ int run_batch_generate(const EngineOptions& engine_options, const SamplingParams
                        const std::string& input_path, const std::string& output_path) {
   std::ifstream in(input_path);
   if (!in) throw_error(ErrorCode::kNotFound, "--input: cannot open {}", input_path);
-  auto tokenizer = load_tokenizer_if_any(engine_options.model_dir);
+  auto tokenizer = Tokenizer::from_folder_if_any(engine_options.model_dir);
   std::vector<GenerationRequest> requests;
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {

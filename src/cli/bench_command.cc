@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brisk/engine.h"
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
@@ -191,15 +192,7 @@ int run_throughput(const BenchArgs& args) {
 }
 
 void add_common_options(CLI::App* cmd, BenchArgs& args) {
-  cmd->add_option("--model", args.engine.model_dir, "Hugging Face model folder (config.json is enough with --dummy-weights)")
-      ->required();
-  cmd->add_option("--backend", args.engine.backend, "cpu or cuda")->capture_default_str();
-  cmd->add_flag("--dummy-weights", args.engine.dummy_weights, "random weights from config.json alone");
-  cmd->add_option("--max-model-len", args.engine.max_model_len, "context length (default: max_position_embeddings)");
-  cmd->add_option("--kv-cache-memory", args.engine.kv_cache_memory, "KV cache: fraction of free memory or size (4GiB)");
-  cmd->add_option("--max-num-seqs", args.engine.max_num_seqs, "sequences running at once")->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", args.engine.max_num_batched_tokens, "token budget of a step")
-      ->capture_default_str();
+  add_engine_options(cmd, args.engine);
   cmd->add_option("--input-len", args.input_len, "prompt tokens (random ids)")->capture_default_str();
   cmd->add_option("--output-len", args.output_len, "generated tokens per request")->capture_default_str();
   cmd->add_option("--seed", args.seed, "seed of prompts and output lengths")->capture_default_str();

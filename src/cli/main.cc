@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     brisk::cli::Runner run = add(app);
     commands.emplace_back(app.get_subcommands({}).at(before), std::move(run));
   };
+  register_command(&brisk::cli::add_serve_command);
+  register_command(&brisk::cli::add_chat_command);
   register_command(&brisk::cli::add_generate_command);
   register_command(&brisk::cli::add_tokenize_command);
   register_command(&brisk::cli::add_bench_command);

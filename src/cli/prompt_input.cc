@@ -18,15 +18,6 @@ void add_prompt_options(CLI::App* command, PromptInput& input) {
 
 bool PromptInput::given() const { return !prompt_ids.empty() || !prompt.empty() || !chat.empty(); }
 
-std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::filesystem::path& model_dir) {
-  try {
-    return Tokenizer::from_folder(model_dir);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kNotFound) return nullptr;
-    throw;
-  }
-}
-
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option) {
   std::vector<int32_t> ids;
   size_t pos = 0;

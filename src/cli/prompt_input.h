@@ -24,9 +24,6 @@ struct PromptInput {
 // Adds --prompt-ids, --prompt, --chat and --system; at most one of the first three.
 void add_prompt_options(CLI::App* command, PromptInput& input);
 
-// The folder's tokenizer, or null when it has none (kNotFound); malformed files throw.
-std::unique_ptr<Tokenizer> load_tokenizer_if_any(const std::filesystem::path& model_dir);
-
 // The prompt's token ids; text prompts need a tokenizer (a clear error otherwise).
 std::vector<int32_t> resolve_prompt(const PromptInput& input, const std::filesystem::path& model_dir,
                                     const Tokenizer* tokenizer);

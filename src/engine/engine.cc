@@ -131,6 +131,7 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   ModelLoadOptions load;
   load.dummy_weights = options.dummy_weights;
   load.max_model_len = options.max_model_len;
+  load.on_progress = options.on_load_progress;
   model_ = LlamaModel::load(options.model_dir, *backend_, load);
   const auto& gen_eos = model_->generation_config().eos_token_ids;
   const auto& eos = gen_eos.empty() ? model_->config().eos_token_ids : gen_eos;

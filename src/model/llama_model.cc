@@ -15,8 +15,9 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& model_
     throw_error(ErrorCode::kNotFound, "model folder '{}' does not exist", model_dir.string());
   ModelConfig config = ModelConfig::from_file(model_dir / "config.json");
   GenerationConfig generation = GenerationConfig::from_file_or_default(model_dir / "generation_config.json");
-  ModelWeights weights = options.dummy_weights ? make_dummy_weights(config, backend, options.dummy_seed)
-                                               : load_weights(config, model_dir, backend);
+  ModelWeights weights = options.dummy_weights
+                             ? make_dummy_weights(config, backend, options.dummy_seed, options.on_progress)
+                             : load_weights(config, model_dir, backend, options.on_progress);
   int64_t max_len = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   BRISK_CHECK(max_len > 0, "max_model_len must be positive (config.json max_position_embeddings is {})",
               config.max_position_embeddings);

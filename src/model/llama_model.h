@@ -18,6 +18,7 @@ struct ModelLoadOptions {
   bool dummy_weights = false;  // random weights from config.json alone
   uint64_t dummy_seed = 0;
   int64_t max_model_len = 0;   // 0: max_position_embeddings
+  LoadProgress on_progress;    // may be empty
 };
 
 class LlamaModel {

@@ -190,7 +190,7 @@ uint64_t ModelWeights::num_bytes() const {
 }
 
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& model_dir,
-                          Backend& backend) {
+                          Backend& backend, const LoadProgress& on_progress) {
   ModelWeights weights;
   auto checkpoint = std::make_shared<Checkpoint>(Checkpoint::open(model_dir));
   weights.checkpoint = checkpoint;
@@ -203,7 +203,10 @@ ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path
   } else {
     weights.lm_head = b.place(b.get(n.lm_head, {config.vocab_size, config.hidden_size}));
   }
-  for (int64_t i = 0; i < config.num_layers; ++i) weights.layers.push_back(load_layer(config, n, i, b));
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    weights.layers.push_back(load_layer(config, n, i, b));
+    if (on_progress) on_progress(i + 1, config.num_layers);
+  }
   spdlog::debug("loaded {} layers from {}", config.num_layers, model_dir.string());
   return weights;
 }
@@ -242,7 +245,7 @@ TensorView dummy(Backend& backend, ModelWeights& out, DType dtype, Shape shape, 
 
 }  // namespace
 
-ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t seed) {
+ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t seed, const LoadProgress& on_progress) {
   ModelWeights w;
   uint64_t rng = seed;
   const DType dt = c.dtype;
@@ -265,6 +268,7 @@ ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t
     l.gate_up = dummy(backend, w, dt, {2 * c.intermediate_size, hidden}, std, rng);
     l.down = dummy(backend, w, dt, {hidden, c.intermediate_size}, std, rng);
     w.layers.push_back(l);
+    if (on_progress) on_progress(i + 1, c.num_layers);
   }
   return w;
 }

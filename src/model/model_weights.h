@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -39,14 +40,18 @@ struct ModelWeights {
   std::vector<Tensor> owned;
 };
 
+// Reports (layers loaded, number of layers) after each layer.
+using LoadProgress = std::function<void(int64_t num_layers_done, int64_t num_layers)>;
+
 // Loads the checkpoint of model_dir into the backend's memory, mapping the architecture's tensor
 // names to the canonical form and checking every shape against the config. Errors name the
 // tensor, its file and the expected shape.
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& model_dir,
-                          Backend& backend);
+                          Backend& backend, const LoadProgress& on_progress = {});
 
 // Random weights of the right shapes (std 0.02 normal-like; norms 1), for benchmarks of shapes
 // without a checkpoint. Deterministic for a seed.
-ModelWeights make_dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0);
+ModelWeights make_dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0,
+                                const LoadProgress& on_progress = {});
 
 }  // namespace brisk

@@ -28,6 +28,15 @@ std::unique_ptr<Tokenizer> Tokenizer::from_folder(const std::filesystem::path& d
               dir.string());
 }
 
+std::unique_ptr<Tokenizer> Tokenizer::from_folder_if_any(const std::filesystem::path& dir) {
+  try {
+    return from_folder(dir);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kNotFound) return nullptr;
+    throw;
+  }
+}
+
 void Tokenizer::set_config(TokenizerConfig config, std::optional<int32_t> default_bos,
                            std::optional<int32_t> default_eos) {
   config_ = std::move(config);

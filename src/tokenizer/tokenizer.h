@@ -34,6 +34,8 @@ class Tokenizer {
   // Throws kNotFound when the folder has no known tokenizer file, kCorruptData for malformed
   // files and kUnsupported for well-formed but unsupported ones (e.g. a WordPiece model).
   static std::unique_ptr<Tokenizer> from_folder(const std::filesystem::path& dir);
+  // Like from_folder, but null when the folder has no tokenizer (kNotFound); malformed files throw.
+  static std::unique_ptr<Tokenizer> from_folder_if_any(const std::filesystem::path& dir);
 
   // HF's encode(text, add_special_tokens): special tokens written in the text are always
   // recognised; add_special_tokens adds the BOS/EOS of the post-processor.

@@ -1,0 +1,91 @@
+#include "cli/cli_options.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace brisk::cli {
+
+void add_engine_options(CLI::App* cmd, EngineOptions& e) {
+  cmd->add_option("--model", e.model_dir, "Hugging Face model folder (config.json, *.safetensors, tokenizer files)")
+      ->required()
+      ->group("Model");
+  cmd->add_flag("--dummy-weights", e.dummy_weights, "random weights from config.json alone (benchmarks, tests)")
+      ->group("Model");
+  cmd->add_option("--max-model-len", e.max_model_len, "context length (default: the model's max_position_embeddings)")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Model");
+  cmd->add_option("--backend", e.backend, "cpu or cuda")
+      ->capture_default_str()
+      ->group("Engine");
+  cmd->add_option("--kv-cache-memory", e.kv_cache_memory,
+                  "KV cache size: a fraction of free memory (0.9) or a size (4GiB); default 0.9 on a GPU, 0.2 of "
+                  "host memory on the CPU")
+      ->group("Engine");
+  cmd->add_option("--max-num-seqs", e.max_num_seqs, "most sequences running at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group("Engine");
+  cmd->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "token budget of one step (prefill + decode)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group("Engine");
+  cmd->add_option("--block-size", e.block_size, "tokens per KV cache block")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group("Engine");
+  cmd->add_flag("--no-prefix-caching{false}", e.enable_prefix_caching, "do not reuse the KV blocks of shared prompt prefixes")
+      ->group("Engine");
+}
+
+void add_sampling_options(CLI::App* cmd, SamplingParams& s) {
+  // No range checks here: the engine validates every request and names the parameter at fault.
+  const char* group = "Sampling";
+  cmd->add_option("--max-tokens", s.max_tokens, "most tokens to generate")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--min-tokens", s.min_tokens, "generate at least this many tokens before eos may stop")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--temperature", s.temperature, "0 for greedy decoding")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--top-k", s.top_k, "keep the k most likely tokens (0: all)")->capture_default_str()->group(group);
+  cmd->add_option("--top-p", s.top_p, "nucleus sampling mass in (0, 1]")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--min-p", s.min_p, "drop tokens below min_p times the top probability")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--repetition-penalty", s.repetition_penalty, "> 1 discourages repeating prompt or output tokens")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--frequency-penalty", s.frequency_penalty, "subtracted per earlier occurrence in the output")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--presence-penalty", s.presence_penalty, "subtracted once if the token occurred in the output")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--seed", s.seed, "random seed for sampling (default: random)")->group(group);
+  cmd->add_option("--stop-token-ids", s.stop_token_ids, "extra token ids that end generation")
+      ->delimiter(',')
+      ->group(group);
+  cmd->add_option("--stop", s.stop, "text that ends generation (repeatable); not included in the output")->group(group);
+  cmd->add_flag("--ignore-eos", s.ignore_eos, "do not stop at end-of-sequence tokens")->group(group);
+}
+
+void show_load_progress(EngineOptions& options) {
+  if (!isatty(STDERR_FILENO)) return;
+  options.on_load_progress = [](int64_t done, int64_t total) {
+    constexpr int kWidth = 30;
+    const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+    fmt::print(stderr, "\rLoading weights [{}{}] {}/{} layers", std::string(filled, '#'),
+               std::string(kWidth - filled, '.'), done, total);
+    if (done == total) fmt::print(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace brisk::cli

@@ -1,0 +1,26 @@
+// POST /v1/chat/completions: messages rendered with the model's chat template.
+#include "server/generation_response.h"
+#include "server/handlers.h"
+
+namespace brisk::server {
+
+boost::asio::awaitable<void> handle_chat_completions(ServerState& state, HttpExchange& exchange) {
+  ChatRequest request = parse_chat_request(exchange.request().body());
+  state.check_model(request.options.model);
+  std::vector<int32_t> prompt = state.encode_chat(request);
+  // Without max_tokens a chat may use the rest of the context, as vLLM allows.
+  const int64_t room = state.engine().max_model_len() - static_cast<int64_t>(prompt.size());
+  SamplingParams sampling = resolve_sampling(request.options, std::max<int64_t>(room, 1));
+  state.check_prompt(prompt, sampling.max_tokens, "messages");
+  ResponseShape shape;
+  shape.chat = true;
+  shape.stream = request.options.stream;
+  shape.include_usage = request.options.include_usage;
+  shape.num_samples = sampling.n;
+  shape.meta = response_meta(state, request.options, "chatcmpl");
+  std::vector<std::vector<int32_t>> prompts{std::move(prompt)};
+  Generation generation(state, std::move(prompts), sampling, co_await boost::asio::this_coro::executor);
+  co_await respond_with_generation(generation, exchange, shape);
+}
+
+}  // namespace brisk::server

@@ -1,0 +1,38 @@
+// POST /v1/completions: text or token-id prompts (several per request), echo, logprobs, n.
+#include "server/generation_response.h"
+#include "server/handlers.h"
+
+namespace brisk::server {
+namespace {
+
+// OpenAI's default for completions.
+constexpr int64_t kDefaultMaxTokens = 16;
+
+}  // namespace
+
+boost::asio::awaitable<void> handle_completions(ServerState& state, HttpExchange& exchange) {
+  CompletionRequest request = parse_completion_request(exchange.request().body());
+  state.check_model(request.options.model);
+  SamplingParams sampling = resolve_sampling(request.options, kDefaultMaxTokens);
+  std::vector<std::vector<int32_t>> prompts;
+  ResponseShape shape;
+  for (const Prompt& prompt : request.prompts) {
+    if (const auto* text = std::get_if<std::string>(&prompt)) {
+      prompts.push_back(state.need_tokenizer("prompt").encode(*text, /*add_special_tokens=*/true));
+      if (request.echo) shape.echo.push_back(*text);
+    } else {
+      prompts.push_back(std::get<std::vector<int32_t>>(prompt));
+      if (request.echo)
+        shape.echo.push_back(state.tokenizer() ? state.tokenizer()->decode(prompts.back(), false) : std::string());
+    }
+    state.check_prompt(prompts.back(), sampling.max_tokens, "prompt");
+  }
+  shape.stream = request.options.stream;
+  shape.include_usage = request.options.include_usage;
+  shape.num_samples = sampling.n;
+  shape.meta = response_meta(state, request.options, "cmpl");
+  Generation generation(state, std::move(prompts), sampling, co_await boost::asio::this_coro::executor);
+  co_await respond_with_generation(generation, exchange, shape);
+}
+
+}  // namespace brisk::server

@@ -1,0 +1,100 @@
+#include "server/generation_response.h"
+
+namespace brisk::server {
+namespace {
+
+namespace asio = boost::asio;
+
+ApiError engine_error(const Generation& g) {
+  // Rejected before any output: the request was at fault (the engine validates at admission).
+  if (g.error_before_output()) return ApiError(400, "invalid_request_error", "", "", *g.error());
+  return ApiError(500, "internal_server_error", "", "", *g.error());
+}
+
+std::string chunk_event(const ResponseShape& shape, const ChoiceDelta& d, bool first) {
+  nlohmann::json chunk = shape.chat ? chat_chunk(shape.meta, d.index, d.delta, first)
+                                    : completion_chunk(shape.meta, d.index, d.delta, d.text_offset);
+  return sse_event(dump_json(chunk));
+}
+
+// The chunk each choice starts with: the assistant role (chat) or the echoed prompt.
+std::string opening_events(const ResponseShape& shape, size_t num_choices) {
+  std::string text;
+  for (size_t i = 0; i < num_choices; ++i) {
+    ChoiceDelta opening{static_cast<int64_t>(i), {}, 0};
+    if (!shape.echo.empty()) opening.delta.text = shape.echo[i / shape.num_samples];
+    if (shape.chat || !opening.delta.text.empty()) text += chunk_event(shape, opening, true);
+  }
+  return text;
+}
+
+asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, const ResponseShape& shape) {
+  while (!g.done())
+    if (!co_await g.next(exchange)) co_return;
+  if (g.error()) co_return co_await exchange.respond_error(engine_error(g));
+  std::vector<ChoiceOutput> choices = g.choices();
+  for (size_t i = 0; i < choices.size() && !shape.echo.empty(); ++i)
+    choices[i].text = shape.echo[i / shape.num_samples] + choices[i].text;
+  nlohmann::json body = shape.chat ? chat_response(shape.meta, choices, g.usage())
+                                   : completion_response(shape.meta, choices, g.usage());
+  co_await exchange.respond_json(200, body);
+}
+
+asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, const ResponseShape& shape) {
+  bool started = false;
+  while (!g.done()) {
+    std::optional<std::vector<ChoiceDelta>> deltas = co_await g.next(exchange);
+    if (!deltas) co_return;
+    std::string text;
+    if (!started) {
+      if (g.error() && g.error_before_output()) co_return co_await exchange.respond_error(engine_error(g));
+      started = true;
+      if (!co_await exchange.start_events()) co_return;
+      text = opening_events(shape, g.choices().size());
+    }
+    for (const ChoiceDelta& d : *deltas)
+      if (!d.delta.text.empty() || (shape.meta.logprobs && !d.delta.tokens.empty()) || d.delta.finish_reason)
+        text += chunk_event(shape, d, false);
+    if (g.error()) {
+      // Mid-stream the status is already sent: the error travels as an event, as vLLM sends it.
+      text += sse_event(dump_json(engine_error(g).body()));
+      g.cancel();
+    }
+    if (!co_await exchange.send_events(text)) co_return;
+  }
+  std::string tail;
+  if (shape.include_usage) tail += sse_event(dump_json(usage_chunk(shape.meta, shape.chat, g.usage())));
+  tail += sse_event("[DONE]");
+  if (co_await exchange.send_events(tail)) co_await exchange.end_events();
+}
+
+}  // namespace
+
+SamplingParams resolve_sampling(const GenerationOptions& options, int64_t default_max_tokens) {
+  SamplingParams sampling = options.sampling;
+  sampling.max_tokens = options.max_tokens.value_or(default_max_tokens);
+  if (sampling.min_tokens > sampling.max_tokens)
+    throw_invalid("min_tokens", "'min_tokens' ({}) must not exceed max_tokens ({})", sampling.min_tokens,
+                  sampling.max_tokens);
+  return sampling;
+}
+
+ResponseMeta response_meta(const ServerState& state, const GenerationOptions& options, const char* id_prefix) {
+  ResponseMeta meta;
+  meta.id = make_response_id(id_prefix);
+  meta.created = unix_time_now();
+  meta.model = state.model_name();
+  meta.tokenizer = state.tokenizer();
+  meta.logprobs = options.logprobs;
+  meta.top_logprobs = options.sampling.top_logprobs;
+  meta.usage_in_chunks = options.stream && options.include_usage;
+  return meta;
+}
+
+asio::awaitable<void> respond_with_generation(Generation& generation, HttpExchange& exchange,
+                                              const ResponseShape& shape) {
+  if (shape.stream) co_await respond_streaming(generation, exchange, shape);
+  else co_await respond_once(generation, exchange, shape);
+}
+
+}  // namespace brisk::server

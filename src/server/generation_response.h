@@ -1,0 +1,36 @@
+// Turns a running Generation into the HTTP response of completions or chat: one JSON body, or
+// server-sent events (chunks as tokens arrive, the usage chunk with include_usage, [DONE]).
+// The event stream starts with the first engine event, so a request the engine rejects still
+// gets a plain 400 error instead of a stream.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "server/generation.h"
+#include "server/http_exchange.h"
+#include "server/openai_response.h"
+#include "server/server_state.h"
+
+namespace brisk::server {
+
+struct ResponseShape {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;
+  int32_t num_samples = 1;
+  ResponseMeta meta;
+  std::vector<std::string> echo;  // completions with echo: each prompt's text, which its choices start with
+};
+
+// The shared first steps of completions and chat: the model name checked, the sampling
+// parameters with max_tokens resolved, the response's metadata.
+SamplingParams resolve_sampling(const GenerationOptions& options, int64_t default_max_tokens);
+ResponseMeta response_meta(const ServerState& state, const GenerationOptions& options, const char* id_prefix);
+
+boost::asio::awaitable<void> respond_with_generation(Generation& generation, HttpExchange& exchange,
+                                                     const ResponseShape& shape);
+
+}  // namespace brisk::server

@@ -1,0 +1,359 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/json_util.h"
+#include "server/api_error.h"
+
+namespace brisk::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Deeper documents are rejected while parsing: copying, dumping and destroying JSON recurse.
+constexpr int kMaxDepth = 64;
+constexpr int64_t kMaxN = 128;
+
+Json parse_body(std::string_view body) {
+  auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
+    if (depth > kMaxDepth) throw_invalid("", "the request body nests deeper than {} levels", kMaxDepth);
+    return true;
+  };
+  Json j;
+  try {
+    j = Json::parse(body.begin(), body.end(), limit_depth);
+  } catch (const Json::exception& e) {
+    throw_invalid("", "the request body is not valid JSON: {}", e.what());
+  }
+  if (!j.is_object()) throw_invalid("", "the request body must be a JSON object, got {}", describe_json(j));
+  return j;
+}
+
+// Typed access to the fields of one JSON object; an absent field and null mean "not given".
+class Fields {
+ public:
+  Fields(const Json& object, std::string prefix = "") : object_(object), prefix_(std::move(prefix)) {}
+
+  const Json* get(const char* key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::string name(const char* key) const { return prefix_ + key; }
+
+  std::optional<bool> boolean(const char* key) const {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) throw_invalid(name(key), "'{}' must be a boolean, got {}", name(key), describe_json(*v));
+    return v->get<bool>();
+  }
+  std::optional<int64_t> integer(const char* key, int64_t min, int64_t max) const {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    std::optional<int64_t> value = json_int64(*v);
+    // Integral floats (2.0) are accepted, as Python's pydantic does.
+    if (!value && v->is_number_float()) {
+      double d = v->get<double>();
+      if (std::trunc(d) == d && std::abs(d) < 9e15) value = static_cast<int64_t>(d);
+    }
+    if (!value) throw_invalid(name(key), "'{}' must be an integer, got {}", name(key), describe_json(*v));
+    if (*value < min || *value > max)
+      throw_invalid(name(key), "'{}' must be in [{}, {}], got {}", name(key), min, max, *value);
+    return value;
+  }
+  std::optional<double> number(const char* key) const {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) throw_invalid(name(key), "'{}' must be a number, got {}", name(key), describe_json(*v));
+    return v->get<double>();
+  }
+  std::optional<std::string> string(const char* key) const {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) throw_invalid(name(key), "'{}' must be a string, got {}", name(key), describe_json(*v));
+    return v->get<std::string>();
+  }
+  // A field brisk does not support: rejected unless absent, null, false or empty.
+  void reject(const char* key, const char* why) const {
+    const Json* v = get(key);
+    if (!v || (v->is_boolean() && !v->get<bool>()) || (v->is_structured() && v->empty())) return;
+    throw_invalid(name(key), "'{}' is not supported: {}", name(key), why);
+  }
+
+ private:
+  const Json& object_;
+  std::string prefix_;
+};
+
+void read_float(const Fields& f, const char* key, float& out, double low, double high, bool low_open,
+                const char* range) {
+  std::optional<double> v = f.number(key);
+  if (!v) return;
+  bool ok = std::isfinite(*v) && *v <= high && (low_open ? *v > low : *v >= low);
+  if (!ok) throw_invalid(f.name(key), "'{}' must be in {}, got {}", f.name(key), range, *v);
+  out = static_cast<float>(*v);
+}
+
+std::vector<int32_t> read_ids(const Json& list, const std::string& param) {
+  std::vector<int32_t> ids;
+  ids.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::optional<int64_t> id = json_int64(list[i]);
+    if (!id || *id < 0 || *id > std::numeric_limits<int32_t>::max())
+      throw_invalid(param, "'{}' must hold token ids (non-negative integers); item {} is {}", param, i,
+                    describe_json(list[i]));
+    ids.push_back(static_cast<int32_t>(*id));
+  }
+  return ids;
+}
+
+void read_stop(const Fields& f, SamplingParams& s) {
+  if (const Json* stop = f.get("stop")) {
+    if (stop->is_string()) {
+      s.stop = {stop->get<std::string>()};
+    } else if (stop->is_array()) {
+      for (const Json& item : *stop) {
+        if (!item.is_string()) throw_invalid("stop", "'stop' must be a string or a list of strings, got an item {}",
+                                             describe_json(item));
+        s.stop.push_back(item.get<std::string>());
+      }
+    } else {
+      throw_invalid("stop", "'stop' must be a string or a list of strings, got {}", describe_json(*stop));
+    }
+    for (const std::string& text : s.stop)
+      if (text.empty()) throw_invalid("stop", "'stop' strings must not be empty");
+  }
+  if (const Json* ids = f.get("stop_token_ids")) {
+    if (!ids->is_array()) throw_invalid("stop_token_ids", "'stop_token_ids' must be a list of token ids");
+    s.stop_token_ids = read_ids(*ids, "stop_token_ids");
+  }
+}
+
+void read_sampling(const Fields& f, SamplingParams& s) {
+  s.n = static_cast<int32_t>(f.integer("n", 1, kMaxN).value_or(1));
+  read_float(f, "temperature", s.temperature, 0, 1e6, false, "[0, inf)");
+  read_float(f, "top_p", s.top_p, 0, 1, true, "(0, 1]");
+  read_float(f, "min_p", s.min_p, 0, 1, false, "[0, 1]");
+  read_float(f, "presence_penalty", s.presence_penalty, -2, 2, false, "[-2, 2]");
+  read_float(f, "frequency_penalty", s.frequency_penalty, -2, 2, false, "[-2, 2]");
+  read_float(f, "repetition_penalty", s.repetition_penalty, 0, 1e6, true, "(0, inf)");
+  s.top_k = static_cast<int32_t>(f.integer("top_k", -1, std::numeric_limits<int32_t>::max()).value_or(0));
+  if (const Json* seed = f.get("seed")) {
+    if (seed->is_number_unsigned()) s.seed = seed->get<uint64_t>();
+    else if (seed->is_number_integer()) s.seed = static_cast<uint64_t>(seed->get<int64_t>());
+    else throw_invalid("seed", "'seed' must be an integer, got {}", describe_json(*seed));
+  }
+  s.min_tokens = f.integer("min_tokens", 0, std::numeric_limits<int32_t>::max()).value_or(0);
+  s.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  s.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
+  s.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
+  read_stop(f, s);
+}
+
+void reject_unsupported(const Fields& f) {
+  f.reject("logit_bias", "brisk does not bias logits");
+  f.reject("use_beam_search", "brisk does not do beam search");
+  f.reject("prompt_logprobs", "brisk does not compute prompt logprobs");
+  f.reject("guided_json", "brisk has no guided decoding");
+  f.reject("guided_regex", "brisk has no guided decoding");
+  f.reject("guided_choice", "brisk has no guided decoding");
+  f.reject("guided_grammar", "brisk has no guided decoding");
+  f.reject("structured_outputs", "brisk has no guided decoding");
+  f.reject("logits_processors", "brisk has no custom logits processors");
+  if (const Json* format = f.get("response_format")) {
+    if (!format->is_object() || format->value("type", Json()) != "text")
+      throw_invalid("response_format", "'response_format' other than {{\"type\": \"text\"}} is not supported: "
+                    "brisk has no structured output");
+  }
+}
+
+GenerationOptions read_options(const Fields& f) {
+  GenerationOptions o;
+  o.model = f.string("model").value_or("");
+  read_sampling(f, o.sampling);
+  reject_unsupported(f);
+  o.max_tokens = f.integer("max_tokens", 1, std::numeric_limits<int32_t>::max());
+  o.stream = f.boolean("stream").value_or(false);
+  if (const Json* options = f.get("stream_options")) {
+    if (!o.stream) throw_invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    if (!options->is_object()) throw_invalid("stream_options", "'stream_options' must be an object");
+    o.include_usage = Fields(*options, "stream_options.").boolean("include_usage").value_or(false);
+  }
+  if (std::optional<int64_t> best_of = f.integer("best_of", 1, kMaxN); best_of && *best_of != o.sampling.n)
+    throw_invalid("best_of", "'best_of' other than n is not supported (brisk returns every sample)");
+  return o;
+}
+
+Prompt read_prompt_item(const Json& item) {
+  if (item.is_string()) return item.get<std::string>();
+  if (item.is_array()) return read_ids(item, "prompt");
+  throw_invalid("prompt", "'prompt' must be a string, a list of strings, a list of token ids or a list of "
+                "lists of token ids; got an item {}", describe_json(item));
+}
+
+std::vector<Prompt> read_prompts(const Fields& f) {
+  const Json* prompt = f.get("prompt");
+  if (!prompt) throw_invalid("prompt", "'prompt' is required");
+  std::vector<Prompt> prompts;
+  if (prompt->is_string()) {
+    prompts.push_back(prompt->get<std::string>());
+  } else if (prompt->is_array() && !prompt->empty() && prompt->front().is_number()) {
+    prompts.push_back(read_ids(*prompt, "prompt"));
+  } else if (prompt->is_array()) {
+    for (const Json& item : *prompt) prompts.push_back(read_prompt_item(item));
+  } else {
+    throw_invalid("prompt", "'prompt' must be a string or a list, got {}", describe_json(*prompt));
+  }
+  if (prompts.empty()) throw_invalid("prompt", "'prompt' is an empty list");
+  for (const Prompt& p : prompts)
+    if (std::holds_alternative<std::vector<int32_t>>(p) && std::get<std::vector<int32_t>>(p).empty())
+      throw_invalid("prompt", "'prompt' holds an empty list of token ids");
+  return prompts;
+}
+
+// "content": a string, or a list of parts of which only text is supported.
+Json flatten_content(const Json& content, const std::string& param, bool may_be_null) {
+  if (content.is_string()) return content;
+  if (content.is_null()) {
+    if (!may_be_null) throw_invalid(param, "'{}' is required", param);
+    return content;
+  }
+  if (!content.is_array()) throw_invalid(param, "'{}' must be a string or a list of parts", param);
+  std::string text;
+  for (const Json& part : content) {
+    if (!part.is_object()) throw_invalid(param, "'{}' parts must be objects like {{\"type\": \"text\", ...}}", param);
+    Fields p(part, param + ".");
+    std::string type = p.string("type").value_or("");
+    if (type != "text") throw_invalid(param, "content part type '{}' is not supported (text only)", type);
+    std::optional<std::string> part_text = p.string("text");
+    if (!part_text) throw_invalid(param, "a text part of '{}' needs 'text'", param);
+    if (!text.empty()) text += "\n";
+    text += *part_text;
+  }
+  return text;
+}
+
+Json read_message(const Json& message, size_t index) {
+  std::string where = fmt::format("messages[{}]", index);
+  if (!message.is_object()) throw_invalid(where, "'{}' must be an object with 'role' and 'content'", where);
+  Fields f(message, where + ".");
+  std::optional<std::string> role = f.string("role");
+  if (!role) throw_invalid(where + ".role", "'{}.role' is required", where);
+  if (*role == "developer") role = "system";  // OpenAI's newer name for the system role
+  if (*role != "system" && *role != "user" && *role != "assistant" && *role != "tool")
+    throw_invalid(where + ".role", "'{}.role' must be system, developer, user, assistant or tool, got '{}'", where,
+                  *role);
+  const Json* tool_calls = f.get("tool_calls");
+  if (tool_calls && (*role != "assistant" || !tool_calls->is_array()))
+    throw_invalid(where + ".tool_calls", "'{}.tool_calls' must be a list, on an assistant message", where);
+  if (*role == "tool") f.string("tool_call_id");  // type check
+  f.string("name");
+  Json out = message;
+  out["role"] = *role;
+  auto content = message.find("content");
+  out["content"] = flatten_content(content == message.end() ? Json() : *content, where + ".content",
+                                   *role == "assistant" && tool_calls);
+  return out;
+}
+
+void read_chat_fields(const Fields& f, ChatRequest& r) {
+  const Json* messages = f.get("messages");
+  if (!messages) throw_invalid("messages", "'messages' is required");
+  if (!messages->is_array()) throw_invalid("messages", "'messages' must be a list of messages");
+  if (messages->empty()) throw_invalid("messages", "'messages' is empty: give at least one message");
+  r.messages = Json::array();
+  for (size_t i = 0; i < messages->size(); ++i) r.messages.push_back(read_message((*messages)[i], i));
+  if (const Json* tools = f.get("tools")) {
+    if (!tools->is_array()) throw_invalid("tools", "'tools' must be a list of tool definitions");
+    for (const Json& tool : *tools)
+      if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object())
+        throw_invalid("tools", "each tool must be an object like {{\"type\": \"function\", \"function\": {{...}}}}");
+    if (!tools->empty()) r.tools = *tools;
+  }
+  r.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
+  if (const Json* kwargs = f.get("chat_template_kwargs")) {
+    if (!kwargs->is_object()) throw_invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    r.chat_template_kwargs = *kwargs;
+  }
+  f.reject("continue_final_message", "brisk always starts a new assistant message");
+  f.reject("chat_template", "brisk renders the model folder's chat template");
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body) {
+  Json j = parse_body(body);
+  Fields f(j);
+  CompletionRequest r;
+  r.options = read_options(f);
+  r.prompts = read_prompts(f);
+  r.echo = f.boolean("echo").value_or(false);
+  f.reject("suffix", "brisk does not do fill-in-the-middle completions");
+  if (std::optional<int64_t> logprobs = f.integer("logprobs", 0, kMaxTopLogprobs)) {
+    r.options.logprobs = true;
+    r.options.sampling.top_logprobs = static_cast<int32_t>(*logprobs);
+  }
+  if (r.echo && r.options.logprobs)
+    throw_invalid("echo", "'echo' with 'logprobs' is not supported: brisk does not compute prompt logprobs");
+  return r;
+}
+
+ChatRequest parse_chat_request(std::string_view body) {
+  Json j = parse_body(body);
+  Fields f(j);
+  ChatRequest r;
+  r.options = read_options(f);
+  // max_completion_tokens is OpenAI's newer name for max_tokens and wins when both are given.
+  if (auto max = f.integer("max_completion_tokens", 1, std::numeric_limits<int32_t>::max())) r.options.max_tokens = max;
+  read_chat_fields(f, r);
+  r.options.logprobs = f.boolean("logprobs").value_or(false);
+  if (auto top = f.integer("top_logprobs", 0, kMaxTopLogprobs)) {
+    if (!r.options.logprobs) throw_invalid("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    r.options.sampling.top_logprobs = static_cast<int32_t>(*top);
+  }
+  f.reject("functions", "use 'tools'");
+  f.reject("function_call", "use 'tools'");
+  f.reject("audio", "brisk generates text only");
+  f.reject("prediction", "brisk has no predicted outputs");
+  if (const Json* choice = f.get("tool_choice")) {
+    if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
+      throw_invalid("tool_choice", "'tool_choice' other than \"none\" or \"auto\" is not supported: brisk cannot "
+                    "force a tool call");
+  }
+  if (const Json* modalities = f.get("modalities")) {
+    if (*modalities != Json::array({"text"}))
+      throw_invalid("modalities", "'modalities' other than [\"text\"] is not supported");
+  }
+  return r;
+}
+
+TokenizeRequest parse_tokenize_request(std::string_view body) {
+  Json j = parse_body(body);
+  Fields f(j);
+  TokenizeRequest r;
+  r.model = f.string("model").value_or("");
+  r.prompt = f.string("prompt");
+  if (f.get("messages")) {
+    if (r.prompt) throw_invalid("prompt", "give either 'prompt' or 'messages', not both");
+    ChatRequest chat;
+    read_chat_fields(f, chat);
+    r.chat = std::move(chat);
+  } else if (!r.prompt) {
+    throw_invalid("prompt", "'prompt' (text) or 'messages' (a chat) is required");
+  }
+  r.add_special_tokens = f.boolean("add_special_tokens").value_or(!r.chat);
+  return r;
+}
+
+DetokenizeRequest parse_detokenize_request(std::string_view body) {
+  Json j = parse_body(body);
+  Fields f(j);
+  DetokenizeRequest r;
+  r.model = f.string("model").value_or("");
+  const Json* tokens = f.get("tokens");
+  if (!tokens || !tokens->is_array()) throw_invalid("tokens", "'tokens' (a list of token ids) is required");
+  r.tokens = read_ids(*tokens, "tokens");
+  return r;
+}
+
+}  // namespace brisk::server

@@ -1,0 +1,71 @@
+// Response bodies and SSE chunks of the OpenAI-compatible API, built from what the engine
+// produced for each choice. Pure functions of their inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "brisk/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace brisk::server {
+
+struct TokenOutput {
+  int32_t token = -1;
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+// One choice's output so far, or (in streaming) what is new since the last chunk.
+struct ChoiceOutput {
+  std::string text;
+  std::vector<TokenOutput> tokens;
+  std::optional<FinishReason> finish_reason;  // set once the choice has ended
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_prompt_tokens = 0;
+};
+
+// What every body of one response shares.
+struct ResponseMeta {
+  std::string id;            // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;       // unix seconds
+  std::string model;
+  const Tokenizer* tokenizer = nullptr;  // token strings in logprobs; null: "token_id:N"
+  bool logprobs = false;     // include logprobs
+  int32_t top_logprobs = 0;
+  bool usage_in_chunks = false;  // stream_options.include_usage: every chunk has "usage" (null)
+};
+
+// "prefix-" and 24 random hex digits.
+std::string make_response_id(std::string_view prefix);
+int64_t unix_time_now();
+// OpenAI's names: stop, length; a cancelled request reports vLLM's "abort".
+std::string_view finish_reason_text(FinishReason reason);
+
+nlohmann::json usage_json(const Usage& usage);
+nlohmann::json completion_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& choices,
+                                   const Usage& usage);
+// `text_offset`: where the delta's text starts in the choice's whole text (logprobs' offsets).
+nlohmann::json completion_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta,
+                                int64_t text_offset);
+nlohmann::json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& choices, const Usage& usage);
+// `with_role`: the choice's first chunk carries {"role": "assistant"}.
+nlohmann::json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta, bool with_role);
+// The last chunk before [DONE] with stream_options.include_usage: no choices, the usage.
+nlohmann::json usage_chunk(const ResponseMeta& meta, bool chat, const Usage& usage);
+
+// Serializes a body; invalid UTF-8 (never expected) becomes U+FFFD instead of throwing.
+std::string dump_json(const nlohmann::json& body);
+// One server-sent event: "data: <payload>\n\n".
+std::string sse_event(std::string_view payload);
+
+}  // namespace brisk::server

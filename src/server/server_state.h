@@ -1,0 +1,63 @@
+// What every endpoint handler shares: the engine, the model's tokenizer and chat template, the
+// metrics, the event pump, and the set of engine requests in flight (shutdown cancels them).
+// Thread-safe: handlers run on several Asio threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "brisk/engine.h"
+#include "server/event_pump.h"
+#include "server/openai_request.h"
+#include "server/server_metrics.h"
+#include "tokenizer/chat_prompt.h"
+#include "tokenizer/tokenizer.h"
+
+namespace brisk::server {
+
+class ServerState {
+ public:
+  // Loads the folder's tokenizer and chat template when it has them.
+  ServerState(Engine& engine, std::string model_name, const std::filesystem::path& model_dir);
+
+  Engine& engine() const { return engine_; }
+  const std::string& model_name() const { return model_name_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  ServerMetrics& metrics() { return metrics_; }
+  EventPump& pump() { return pump_; }
+
+  // Each throws ApiError naming the field at fault.
+  // 404 unless `requested` is empty or the served model's name.
+  void check_model(const std::string& requested) const;
+  // 400 when the folder has no tokenizer (`param` needs one).
+  const Tokenizer& need_tokenizer(const char* param) const;
+  // The chat's prompt ids: the chat template rendered, then tokenized without added specials
+  // (the template holds BOS), as transformers' apply_chat_template(tokenize=True) does.
+  std::vector<int32_t> encode_chat(const ChatRequest& chat, bool add_special_tokens = false) const;
+  // 400 for ids outside the vocabulary, or a prompt whose tokens plus max_tokens exceed the
+  // context (checked here so that the error comes before a stream starts).
+  void check_prompt(const std::vector<int32_t>& ids, int64_t max_tokens, const char* param) const;
+
+  void add_active(uint64_t request_id);
+  void remove_active(uint64_t request_id);
+  void cancel_all();
+
+ private:
+  Engine& engine_;
+  std::string model_name_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<ChatPrompt> chat_;
+  std::string no_chat_reason_;  // why chat_ is empty
+  ServerMetrics metrics_;
+  EventPump pump_;
+  std::mutex active_mutex_;
+  std::set<uint64_t> active_;
+};
+
+}  // namespace brisk::server
