@@ -108,6 +108,14 @@ struct SampleParams {
   TensorView out_logprobs{};    // optional [num_seqs] f32: log-softmax of the raw logits at the token
 };
 
+// The k most likely tokens of each row under log_softmax(logits), most likely first (lowest
+// index first among equal logits), with their log-probabilities.
+struct TopLogprobsParams {
+  TensorView logits{};      // [num_seqs, vocab] f32 (rows may be strided); read only
+  TensorView out_tokens{};  // [num_seqs, k] i32
+  TensorView out_logprobs{};  // [num_seqs, k] f32
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -134,6 +142,7 @@ class Backend {
   virtual void attention(const AttentionParams& p) = 0;
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void sample(const SampleParams& p) = 0;
+  virtual void top_logprobs(const TopLogprobsParams& p) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -41,8 +41,8 @@ void EventQueue::push(RequestEvent event) {
   event.time = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    BRISK_ASSERT(!finished_);  // exactly one terminal event, nothing after it
-    finished_ = event.kind == RequestEvent::Kind::kFinished;
+    BRISK_ASSERT(num_unfinished_ > 0);  // one terminal event per sample, nothing after the last
+    if (event.kind == RequestEvent::Kind::kFinished) num_unfinished_--;
     events_.push_back(std::move(event));
   }
   ready_.notify_all();
@@ -50,19 +50,11 @@ void EventQueue::push(RequestEvent event) {
 
 namespace {
 
-RequestEvent token_event(int32_t token, float logprob, std::string text) {
-  RequestEvent e;
-  e.kind = RequestEvent::Kind::kToken;
-  e.token = token;
-  e.logprob = logprob;
-  e.text = std::move(text);
-  return e;
-}
-
 RequestEvent finished_event(FinishReason reason, std::string error, int64_t num_prompt_tokens = 0,
-                            int64_t num_cached_prompt_tokens = 0) {
+                            int64_t num_cached_prompt_tokens = 0, int32_t index = 0) {
   RequestEvent e;
   e.kind = RequestEvent::Kind::kFinished;
+  e.index = index;
   e.finish_reason = reason;
   e.error = std::move(error);
   e.num_prompt_tokens = num_prompt_tokens;
@@ -96,7 +88,9 @@ class EngineImpl final : public Engine {
   void apply_cancellations();
   // Validation at admission; an empty string means the request is fine.
   std::string check_request(const Request& r) const;
-  void append_token(Request& r, int32_t token, float logprob);
+  void append_token(Request& r, SampledToken sampled);
+  // Samples 1..n-1 of r's request start once r (sample 0) has computed the prompt.
+  void start_waiting_samples(Request& r);
   void finish(Request& r, FinishReason reason, std::string error = {});
 
   EngineOptions options_;
@@ -119,8 +113,8 @@ class EngineImpl final : public Engine {
   EngineStats stats_;
   std::atomic<uint64_t> next_id_{1};
 
-  // Engine thread only.
-  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
+  // Engine thread only. Keyed by request id; the n samples of a request share it.
+  std::unordered_multimap<uint64_t, std::unique_ptr<Request>> requests_;
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::thread thread_;
 };
@@ -227,17 +221,18 @@ void EngineImpl::loop() {
   }
   // Shutdown: everything still in flight ends cancelled.
   admit_new_requests();
-  for (auto& [id, r] : requests_) {
-    scheduler_->remove(r.get());
-    r->stream->push(finished_event(FinishReason::kCancelled, "the engine shut down"));
-  }
-  requests_.clear();
+  while (!requests_.empty()) finish(*requests_.begin()->second, FinishReason::kCancelled, "the engine shut down");
 }
 
 std::string EngineImpl::check_request(const Request& r) const {
   const SamplingParams& s = r.params;
   const int64_t vocab = model_->config().vocab_size;
   if (r.prompt.empty()) return "the prompt is empty: give at least one token";
+  if (s.n < 1 || s.n > options_.max_num_seqs)
+    return fmt::format("n must be in [1, max_num_seqs = {}], got {}", options_.max_num_seqs, s.n);
+  if (s.top_logprobs < 0 || s.top_logprobs > std::min<int64_t>(kMaxTopLogprobs, vocab))
+    return fmt::format("top_logprobs must be in [0, {}], got {}", std::min<int64_t>(kMaxTopLogprobs, vocab),
+                       s.top_logprobs);
   for (size_t i = 0; i < r.prompt.size(); ++i)
     if (r.prompt[i] < 0 || r.prompt[i] >= vocab)
       return fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", r.prompt[i], i, vocab);
@@ -278,19 +273,33 @@ void EngineImpl::admit_new_requests() {
       continue;
     }
     const SamplingParams& s = r->params;
-    r->row.temperature = s.temperature;
-    r->row.top_k = s.top_k;
-    r->row.top_p = s.top_p;
-    r->row.min_p = s.min_p;
-    r->row.repetition_penalty = s.repetition_penalty;
-    r->row.frequency_penalty = s.frequency_penalty;
-    r->row.presence_penalty = s.presence_penalty;
-    r->row.seed = s.seed ? *s.seed : seed_rng_();
-    r->tokens = r->prompt;
-    if (tokenizer_)
-      r->text = std::make_unique<StopStringMatcher>(*tokenizer_, s.skip_special_tokens, s.stop, s.include_stop_str_in_output);
+    SamplingRow row;
+    row.temperature = s.temperature;
+    row.top_k = s.top_k;
+    row.top_p = s.top_p;
+    row.min_p = s.min_p;
+    row.repetition_penalty = s.repetition_penalty;
+    row.frequency_penalty = s.frequency_penalty;
+    row.presence_penalty = s.presence_penalty;
+    row.seed = s.seed ? *s.seed : seed_rng_();
+    r->stream->expect_samples(s.n);
+    auto prepare = [&](Request& q, int32_t index) {
+      q.index = index;
+      q.row = row;
+      q.row.seed = row.seed + static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull;  // distinct draws
+      q.tokens = q.prompt;
+      if (tokenizer_)
+        q.text = std::make_unique<StopStringMatcher>(*tokenizer_, s.skip_special_tokens, s.stop, s.include_stop_str_in_output);
+    };
+    prepare(*r, 0);
+    for (int32_t i = 1; i < s.n; ++i) {
+      auto sample = std::make_unique<Request>(r->id, GenerationRequest{r->prompt, s}, *pool_, r->stream);
+      prepare(*sample, i);
+      r->waiting_samples.push_back(std::move(sample));
+    }
     scheduler_->add(r.get());
-    requests_.emplace(r->id, std::move(r));
+    const uint64_t id = r->id;
+    requests_.emplace(id, std::move(r));
   }
 }
 
@@ -301,8 +310,8 @@ void EngineImpl::apply_cancellations() {
     cancels.swap(cancels_);
   }
   for (uint64_t id : cancels) {
-    auto it = requests_.find(id);
-    if (it != requests_.end()) finish(*it->second, FinishReason::kCancelled);
+    for (auto it = requests_.find(id); it != requests_.end(); it = requests_.find(id))
+      finish(*it->second, FinishReason::kCancelled);
   }
 }
 
@@ -324,7 +333,7 @@ void EngineImpl::step() {
     c.request->blocks.commit_computed(r.tokens, c.num_new_tokens);
     if (!c.samples || r.num_generated == 0) prompt_tokens += c.num_new_tokens;
   }
-  for (const SampledToken& s : sampled) append_token(*s.request, s.token, s.logprob);
+  for (SampledToken& s : sampled) append_token(*s.request, std::move(s));
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.num_steps++;
   stats_.num_prompt_tokens_computed += prompt_tokens;
@@ -343,12 +352,20 @@ void EngineImpl::refresh_stats() {
   stats_.num_preemptions = scheduler_->num_preemptions();
 }
 
-void EngineImpl::append_token(Request& r, int32_t token, float logprob) {
+void EngineImpl::append_token(Request& r, SampledToken sampled) {
+  const int32_t token = sampled.token;
   r.tokens.push_back(token);
   r.num_generated++;
   StopStringMatcher::Step text;
   if (r.text) text = r.text->add(token);
-  r.stream->push(token_event(token, logprob, std::move(text.text)));
+  RequestEvent event;
+  event.index = r.index;
+  event.token = token;
+  event.logprob = sampled.logprob;
+  event.top_logprobs = std::move(sampled.top_logprobs);
+  event.text = std::move(text.text);
+  r.stream->push(std::move(event));
+  if (r.num_generated == 1) start_waiting_samples(r);
   if (text.stopped) return finish(r, FinishReason::kStop);
   const SamplingParams& s = r.params;
   if (r.num_generated >= s.min_tokens) {
@@ -359,14 +376,34 @@ void EngineImpl::append_token(Request& r, int32_t token, float logprob) {
   if (r.num_generated >= s.max_tokens || r.num_tokens() >= model_->max_model_len()) finish(r, FinishReason::kLength);
 }
 
+void EngineImpl::start_waiting_samples(Request& r) {
+  // The prompt's full blocks are committed to the prefix cache by now (step() commits before
+  // appending), so each sample computes at most the prompt's last partial block.
+  for (auto& sample : r.waiting_samples) {
+    scheduler_->add(sample.get());
+    const uint64_t id = sample->id;
+    requests_.emplace(id, std::move(sample));
+  }
+  r.waiting_samples.clear();
+}
+
 void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
   scheduler_->remove(&r);
   refresh_stats();  // a client that saw the terminal event sees the blocks freed
-  RequestEvent event = finished_event(reason, std::move(error), static_cast<int64_t>(r.prompt.size()),
-                                     r.num_cached_prompt_tokens);
+  const auto num_prompt_tokens = static_cast<int64_t>(r.prompt.size());
+  // Samples that never started end the way their request did before any token.
+  for (auto& sample : r.waiting_samples)
+    r.stream->push(finished_event(reason, error, num_prompt_tokens, 0, sample->index));
+  RequestEvent event = finished_event(reason, std::move(error), num_prompt_tokens, r.num_cached_prompt_tokens, r.index);
   if (r.text) event.text = r.text->finish();
   r.stream->push(std::move(event));
-  requests_.erase(r.id);  // r is destroyed here
+  auto [begin, end] = requests_.equal_range(r.id);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.get() == &r) {
+      requests_.erase(it);  // r is destroyed here
+      return;
+    }
+  }
 }
 
 }  // namespace

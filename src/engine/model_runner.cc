@@ -1,5 +1,7 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
+
 namespace brisk {
 
 ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size)
@@ -57,15 +59,35 @@ std::vector<SampledToken> ModelRunner::step(const BatchPlan& plan) {
   }
   p.out_tokens = tokens;
   p.out_logprobs = logprobs;
+  // The alternatives come from the raw logits, which sampling modifies: ask first.
+  int64_t k = 0;
+  for (Request* r : sampling) k = std::max<int64_t>(k, r->params.top_logprobs);
+  Tensor top_tokens, top_logprobs;
+  if (k > 0) {
+    top_tokens = Tensor(backend.allocator(), DType::kI32, {num_seqs, k});
+    top_logprobs = Tensor(backend.allocator(), DType::kF32, {num_seqs, k});
+    backend.top_logprobs({.logits = logits, .out_tokens = top_tokens, .out_logprobs = top_logprobs});
+  }
   backend.sample(p);
 
   Tensor host_tokens(cpu_allocator(), DType::kI32, {num_seqs});
   Tensor host_logprobs(cpu_allocator(), DType::kF32, {num_seqs});
   backend.copy(host_tokens, tokens);
   backend.copy(host_logprobs, logprobs);
+  Tensor host_top_tokens, host_top_logprobs;
+  if (k > 0) {
+    host_top_tokens = Tensor(cpu_allocator(), DType::kI32, {num_seqs, k});
+    host_top_logprobs = Tensor(cpu_allocator(), DType::kF32, {num_seqs, k});
+    backend.copy(host_top_tokens, top_tokens);
+    backend.copy(host_top_logprobs, top_logprobs);
+  }
   std::vector<SampledToken> out;
-  for (int64_t i = 0; i < num_seqs; ++i)
-    out.push_back({sampling[i], host_tokens.data_as<int32_t>()[i], host_logprobs.data_as<float>()[i]});
+  for (int64_t i = 0; i < num_seqs; ++i) {
+    SampledToken t{sampling[i], host_tokens.data_as<int32_t>()[i], host_logprobs.data_as<float>()[i], {}};
+    for (int64_t j = 0; j < sampling[i]->params.top_logprobs; ++j)
+      t.top_logprobs.push_back({host_top_tokens.data_as<int32_t>()[i * k + j], host_top_logprobs.data_as<float>()[i * k + j]});
+    out.push_back(std::move(t));
+  }
   return out;
 }
 

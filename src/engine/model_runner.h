@@ -15,6 +15,7 @@ struct SampledToken {
   Request* request;
   int32_t token;
   float logprob;
+  std::vector<TokenLogprob> top_logprobs;  // request->params.top_logprobs of them
 };
 
 class ModelRunner {

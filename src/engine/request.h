@@ -21,13 +21,15 @@ class EventQueue final : public RequestStream {
   uint64_t id() const override { return id_; }
   std::optional<RequestEvent> next(std::chrono::milliseconds timeout) override;
   void push(RequestEvent event);
+  // Before any event: the stream ends after this many kFinished events (one per sample).
+  void expect_samples(int32_t num_samples) { num_unfinished_ = num_samples; }
 
  private:
   uint64_t id_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<RequestEvent> events_;
-  bool finished_ = false;
+  int32_t num_unfinished_ = 1;
 };
 
 struct Request {
@@ -36,6 +38,7 @@ struct Request {
         blocks(pool), stream(std::move(stream)) {}
 
   uint64_t id;
+  int32_t index = 0;               // which of the request's n samples
   std::vector<int32_t> prompt;
   SamplingParams params;
   SamplingRow row;                 // what the sampling op gets (seed fixed at admission)
@@ -46,6 +49,9 @@ struct Request {
   SequenceBlocks blocks;
   std::unique_ptr<StopStringMatcher> text;  // when the model has a tokenizer
   std::shared_ptr<EventQueue> stream;
+  // Samples 1..n-1 of a request wait here until sample 0 has computed the prompt, then reuse its
+  // KV blocks through the prefix cache instead of computing the prompt n times.
+  std::vector<std::unique_ptr<Request>> waiting_samples;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_uncomputed() const { return num_tokens() - blocks.num_computed(); }

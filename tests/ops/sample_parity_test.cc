@@ -181,6 +181,36 @@ TEST(Sample, RejectsHostRows) {
   EXPECT_ERROR_CONTAINS(cuda_backend().sample(p), "host memory");
 }
 
+std::pair<std::vector<double>, std::vector<double>> run_top_logprobs(Backend& backend, const Tensor& logits,
+                                                                     int64_t k) {
+  const bool gpu = !backend.shares_host_memory();
+  std::vector<Tensor> keep;
+  const int64_t num_seqs = logits.shape()[0];
+  Tensor tokens(backend.allocator(), DType::kI32, {num_seqs, k});
+  Tensor logprobs(backend.allocator(), DType::kF32, {num_seqs, k});
+  backend.top_logprobs({.logits = to_backend(backend, logits, keep), .out_tokens = tokens,
+                        .out_logprobs = logprobs});
+  if (!gpu) return {to_doubles(tokens), to_doubles(logprobs)};
+  return {host_doubles(tokens), host_doubles(logprobs)};
+}
+
+// Tokens exactly (ties included: lower id first), log-probabilities within 1e-4 (fp32 exp).
+TEST(TopLogprobs, MatchesCpu) {
+  std::mt19937 rng(25);
+  for (auto [vocab, k] : {std::pair<int64_t, int64_t>{7, 7}, {1000, 5}, {128256, 20}}) {
+    const int64_t num_seqs = 6;
+    std::vector<double> values = random_values(num_seqs * vocab, rng, -8, 8);
+    for (int64_t v = 0; v < vocab; v += 3) values[vocab + v] = 2.5;  // row 1: many ties
+    values[2 * vocab + vocab - 1] = 30;                              // row 2: one dominant token
+    Tensor logits = make_tensor(DType::kF32, {num_seqs, vocab}, values);
+    auto [cpu_tokens, cpu_logprobs] = run_top_logprobs(cpu_backend(), logits, k);
+    auto [gpu_tokens, gpu_logprobs] = run_top_logprobs(cuda_backend(), logits, k);
+    const std::string what = "top_logprobs vocab " + std::to_string(vocab);
+    expect_close(gpu_tokens, cpu_tokens, 0, 0, what + " tokens");
+    expect_close(gpu_logprobs, cpu_logprobs, 1e-4, 0, what + " logprobs");
+  }
+}
+
 TEST(SamplePerf, Llama8B) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   const int64_t vocab = 128256;

@@ -183,4 +183,19 @@ void check_op_params(const SampleParams& p, Device device) {
                     device);
 }
 
+void check_op_params(const TopLogprobsParams& p, Device device) {
+  constexpr std::string_view kOp = "top_logprobs";
+  check_view(kOp, "logits", p.logits, 2, Layout::kStridedRows, device);
+  check_dtype(kOp, "logits", p.logits, DType::kF32);
+  check_view(kOp, "out_tokens", p.out_tokens, 2, Layout::kContiguous, device);
+  check_dtype(kOp, "out_tokens", p.out_tokens, DType::kI32);
+  check_view(kOp, "out_logprobs", p.out_logprobs, 2, Layout::kContiguous, device);
+  check_dtype(kOp, "out_logprobs", p.out_logprobs, DType::kF32);
+  check_same_shape(kOp, "out_tokens", p.out_tokens, "out_logprobs", p.out_logprobs);
+  BRISK_CHECK(p.out_tokens.size(0) == p.logits.size(0), "top_logprobs: logits is {} but out_tokens is {}",
+              p.logits.describe(), p.out_tokens.describe());
+  BRISK_CHECK(p.out_tokens.size(1) <= p.logits.size(1), "top_logprobs: out_tokens is {}: k exceeds the "
+              "vocabulary of logits {}", p.out_tokens.describe(), p.logits.describe());
+}
+
 }  // namespace brisk

@@ -20,5 +20,6 @@ void check_op_params(const SiluMulParams& p, Device device);
 // The views only: the SamplingRow values and the token lists' contents are read where they live,
 // so checking them is left to the backend that can.
 void check_op_params(const SampleParams& p, Device device);
+void check_op_params(const TopLogprobsParams& p, Device device);
 
 }  // namespace brisk

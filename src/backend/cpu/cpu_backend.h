@@ -30,6 +30,7 @@ class CpuBackend final : public Backend {
   void attention(const AttentionParams& p) override;
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;
+  void top_logprobs(const TopLogprobsParams& p) override;
 };
 
 }  // namespace brisk

@@ -17,6 +17,7 @@ void gemm(const GemmParams& p);
 void attention(const AttentionParams& p);
 void silu_mul(const SiluMulParams& p);
 void sample(const SampleParams& p);
+void top_logprobs(const TopLogprobsParams& p);
 
 // The uniform number in [0, 1) that sample() draws for (seed, step); the exact recipe is
 // documented at its definition (sample.cc) because the CUDA sampler must reproduce it.

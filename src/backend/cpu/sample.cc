@@ -246,4 +246,27 @@ void sample(const SampleParams& p) {
   });
 }
 
+void top_logprobs(const TopLogprobsParams& p) {
+  check_op_params(p, Device::kCpu);
+  const int64_t num_seqs = p.logits.size(0);
+  const int64_t vocab = p.logits.size(1);
+  const int64_t k = p.out_tokens.size(1);
+  parallel_for(num_seqs, 1, [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> order(vocab);
+    for (int64_t s = begin; s < end; ++s) {
+      std::span<const float> logits(p.logits.data_as<const float>() + s * p.logits.stride(0), vocab);
+      const double lse = log_sum_exp(logits);
+      std::iota(order.begin(), order.end(), 0);
+      // Larger logit first, lower token id among equals.
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+      });
+      for (int64_t j = 0; j < k; ++j) {
+        p.out_tokens.data_as<int32_t>()[s * k + j] = order[j];
+        p.out_logprobs.data_as<float>()[s * k + j] = static_cast<float>(logits[order[j]] - lse);
+      }
+    }
+  });
+}
+
 }  // namespace brisk::cpu

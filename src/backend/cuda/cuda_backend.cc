@@ -85,6 +85,7 @@ void CudaBackend::gemm(const GemmParams& p) { gemm_->run(context_, p); }
 void CudaBackend::attention(const AttentionParams& p) { cuda::attention(context_, p); }
 void CudaBackend::silu_mul(const SiluMulParams& p) { cuda::silu_mul(context_, p); }
 void CudaBackend::sample(const SampleParams& p) { cuda::sample(context_, p); }
+void CudaBackend::top_logprobs(const TopLogprobsParams& p) { cuda::top_logprobs(context_, p); }
 
 std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
 

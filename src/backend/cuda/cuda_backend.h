@@ -44,6 +44,7 @@ class CudaBackend final : public Backend {
   void attention(const AttentionParams& p) override;
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;
+  void top_logprobs(const TopLogprobsParams& p) override;
 
   cudaStream_t stream() const { return stream_.get(); }
   cuda::CachingAllocator& caching_allocator() { return allocator_; }

@@ -286,5 +286,39 @@ TEST(CpuSample, RejectsBadParams) {
                         "prompt_start and prompt_tokens must be given together");
 }
 
+TEST(CpuTopLogprobs, SortedByLogitThenIdWithLogSoftmaxValues) {
+  // Row 0: distinct values; row 1: ties (lower id first) and -inf entries needed to fill k.
+  const std::vector<double> values = {0.5, 3.0, -1.0, 2.0, 3.5, 0.0,  //
+                                      1.0, -INFINITY, 1.0, 2.0, -INFINITY, 1.0};
+  Tensor logits = testing::make_tensor(DType::kF32, {2, 6}, values);
+  Tensor tokens(cpu_allocator(), DType::kI32, {2, 6});
+  Tensor logprobs(cpu_allocator(), DType::kF32, {2, 6});
+  make_cpu_backend()->top_logprobs({.logits = logits, .out_tokens = tokens, .out_logprobs = logprobs});
+  const std::vector<double> got_tokens = to_doubles(tokens);
+  EXPECT_EQ(got_tokens, (std::vector<double>{4, 1, 3, 0, 5, 2, 3, 0, 2, 5, 1, 4}));
+  const std::vector<double> got = to_doubles(logprobs);
+  for (int s = 0; s < 2; ++s) {
+    double sum = 0.0;
+    for (int i = 0; i < 6; ++i) sum += std::exp(values[s * 6 + i]);
+    for (int j = 0; j < 6; ++j) {
+      const double expected = values[s * 6 + static_cast<int>(got_tokens[s * 6 + j])] - std::log(sum);
+      if (std::isinf(expected)) {
+        EXPECT_TRUE(std::isinf(got[s * 6 + j]) && got[s * 6 + j] < 0);
+      } else {
+        EXPECT_NEAR(got[s * 6 + j], expected, 1e-6) << "row " << s << " rank " << j;
+      }
+    }
+  }
+}
+
+TEST(CpuTopLogprobs, RejectsKBeyondVocabulary) {
+  Tensor logits(cpu_allocator(), DType::kF32, {1, 3});
+  Tensor tokens(cpu_allocator(), DType::kI32, {1, 4});
+  Tensor logprobs(cpu_allocator(), DType::kF32, {1, 4});
+  EXPECT_ERROR_CONTAINS(make_cpu_backend()->top_logprobs({.logits = logits, .out_tokens = tokens,
+                                                          .out_logprobs = logprobs}),
+                        "k exceeds the vocabulary");
+}
+
 }  // namespace
 }  // namespace brisk

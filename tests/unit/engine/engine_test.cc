@@ -199,5 +199,87 @@ TEST(Engine, ShutdownCancelsInFlightRequests) {
   EXPECT_EQ(testing::run_request(*engine, greedy({1, 2}, 2)).finish_reason, FinishReason::kCancelled);
 }
 
+TEST(Engine, ParallelSamplesShareThePromptBlocks) {
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto c = golden_cases()[2];  // 29 tokens: 7 full blocks of 4
+  GenerationRequest r = greedy(c.prompt, 32);
+  r.sampling.n = 4;
+  auto stream = engine->submit(r);
+  auto results = testing::collect_samples(*stream, 4);
+  EXPECT_FALSE(stream->next(std::chrono::milliseconds(50)).has_value());  // nothing after the last end
+  for (const auto& result : results) {
+    EXPECT_EQ(result.tokens, c.greedy);
+    EXPECT_EQ(result.finish_reason, FinishReason::kLength);
+  }
+  // Sample 0 computes the prompt; the others reuse its 7 full blocks and compute 1 token each.
+  EXPECT_EQ(results[0].num_cached_prompt_tokens, 0);
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(results[i].num_cached_prompt_tokens, 28);
+  EXPECT_EQ(engine->stats().num_prompt_tokens_computed, 29 + 3);
+  EXPECT_EQ(engine->stats().num_blocks_in_use, 0);
+}
+
+TEST(Engine, SeededParallelSamplesDifferAndRepeat) {
+  auto engine = Engine::create(options_with(256, 2048, true));
+  GenerationRequest r = greedy(golden_cases()[0].prompt, 16);
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = 11;
+  r.sampling.n = 3;
+  auto first = testing::collect_samples(*engine->submit(r), 3);
+  auto again = testing::collect_samples(*engine->submit(r), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(first[i].tokens, again[i].tokens) << "sample " << i;
+  EXPECT_NE(first[0].tokens, first[1].tokens);
+  EXPECT_NE(first[1].tokens, first[2].tokens);
+  // Sample 0 of n is the request with n = 1.
+  r.sampling.n = 1;
+  EXPECT_EQ(testing::run_request(*engine, r).tokens, first[0].tokens);
+}
+
+TEST(Engine, CancelEndsEverySampleIncludingWaitingOnes) {
+  auto engine = Engine::create(options_with(256, 4, true));  // 4-token steps: the prompt takes 8
+  GenerationRequest r = greedy(golden_cases()[2].prompt, 32);
+  r.sampling.n = 3;
+  auto stream = engine->submit(r);
+  engine->cancel(stream->id());
+  auto results = testing::collect_samples(*stream, 3);
+  for (const auto& result : results)
+    EXPECT_TRUE(result.finish_reason == FinishReason::kCancelled || result.finish_reason == FinishReason::kLength);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(engine->stats().num_blocks_in_use, 0);
+  EXPECT_EQ(engine->stats().num_running, 0);
+}
+
+TEST(Engine, TopLogprobsRankTheRawDistribution) {
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto c = golden_cases()[0];
+  GenerationRequest r = greedy(c.prompt, 8);
+  r.sampling.top_logprobs = 5;
+  auto result = testing::run_request(*engine, r);
+  ASSERT_EQ(result.top_logprobs.size(), 8u);
+  for (size_t t = 0; t < 8; ++t) {
+    const auto& top = result.top_logprobs[t];
+    ASSERT_EQ(top.size(), 5u);
+    EXPECT_EQ(top[0].token, result.tokens[t]);  // greedy: the chosen token ranks first
+    EXPECT_FLOAT_EQ(top[0].logprob, result.logprobs[t]);
+    double mass = 0.0;
+    for (size_t j = 0; j < top.size(); ++j) {
+      if (j > 0) EXPECT_LE(top[j].logprob, top[j - 1].logprob);
+      mass += std::exp(top[j].logprob);
+    }
+    EXPECT_LE(mass, 1.0 + 1e-5);
+  }
+  r.sampling.top_logprobs = 0;
+  EXPECT_TRUE(testing::run_request(*engine, r).top_logprobs[0].empty());
+}
+
+TEST(Engine, RejectsBadSampleCountsAndTopLogprobs) {
+  auto engine = Engine::create(options_with(64, 2048, true));
+  GenerationRequest r = greedy({1, 2, 3}, 4);
+  r.sampling.n = 0;
+  EXPECT_NE(testing::run_request(*engine, r).error.find("n must be in [1, max_num_seqs = 256], got 0"), std::string::npos);
+  r.sampling.n = 1;
+  r.sampling.top_logprobs = 21;
+  EXPECT_NE(testing::run_request(*engine, r).error.find("top_logprobs must be in [0, 20], got 21"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace brisk

@@ -177,4 +177,15 @@ struct SampleArgs {
 };
 void launch_sample(const SampleArgs& a, cudaStream_t stream);
 
+struct TopLogprobsArgs {
+  const float* logits = nullptr;  // [num_seqs, vocab]
+  int64_t logits_stride = 0;
+  int32_t* out_tokens = nullptr;   // [num_seqs, k]
+  float* out_logprobs = nullptr;   // [num_seqs, k]
+  int64_t num_seqs = 0;
+  int64_t vocab = 0;
+  int k = 0;
+};
+void launch_top_logprobs(const TopLogprobsArgs& a, cudaStream_t stream);
+
 }  // namespace brisk::cuda

@@ -389,7 +389,60 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
   }
 }
 
+// k rounds of a block-wide argmax, each over the logits ranked after the previous pick in the
+// order (larger logit first, lower index among equals): the CPU's partial sort, without a sort.
+// The row is read k + 2 times; at k <= 20 it stays in L2.
+__global__ void __launch_bounds__(kThreads) top_logprobs_kernel(TopLogprobsArgs a) {
+  __shared__ SampleShared sh;
+  const int64_t s = blockIdx.x;
+  const float* logits = a.logits + s * a.logits_stride;
+  const float max_logit = row_max(logits, a.vocab, sh);
+  double log_sum_exp = max_logit;
+  if (isfinite(max_logit)) {
+    double local = 0.0;
+#pragma unroll 8
+    for (int64_t v = threadIdx.x; v < a.vocab; v += blockDim.x) local += expf(logits[v] - max_logit);
+    log_sum_exp += log(block_sum_double(local, sh));
+  }
+  float prev_value = INFINITY;
+  int prev_index = -1;
+  for (int j = 0; j < a.k; ++j) {
+    float best = -INFINITY;
+    int best_index = INT32_MAX;
+    for (int64_t v = threadIdx.x; v < a.vocab; v += blockDim.x) {
+      const float x = logits[v];
+      const bool after = x < prev_value || (x == prev_value && v > prev_index);
+      if (after && (best_index == INT32_MAX || x > best)) {
+        best = x;
+        best_index = static_cast<int>(v);
+      }
+    }
+    const float max_value = block_max(best_index == INT32_MAX ? -INFINITY : best, sh);
+    int candidate = (best_index != INT32_MAX && best == max_value) ? best_index : INT32_MAX;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      candidate = min(candidate, __shfl_xor_sync(0xFFFFFFFFu, candidate, offset));
+    __syncthreads();
+    if (threadIdx.x % 32 == 0) sh.warp_int[threadIdx.x / 32] = candidate;
+    __syncthreads();
+    int index = INT32_MAX;
+    for (int w = 0; w < kWarps; ++w) index = min(index, sh.warp_int[w]);
+    prev_value = max_value;
+    prev_index = index;
+    if (threadIdx.x == 0) {
+      a.out_tokens[s * a.k + j] = index;
+      a.out_logprobs[s * a.k + j] = static_cast<float>(static_cast<double>(max_value) - log_sum_exp);
+    }
+  }
+}
+
 }  // namespace
+
+void launch_top_logprobs(const TopLogprobsArgs& a, cudaStream_t stream) {
+  if (a.num_seqs == 0 || a.k == 0) return;
+  top_logprobs_kernel<<<static_cast<unsigned>(a.num_seqs), kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
 
 void launch_sample(const SampleArgs& a, cudaStream_t stream) {
   if (a.num_seqs == 0) return;

@@ -24,5 +24,6 @@ void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
 void attention(const OpContext& ctx, const AttentionParams& p);
 void silu_mul(const OpContext& ctx, const SiluMulParams& p);
 void sample(const OpContext& ctx, const SampleParams& p);
+void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p);
 
 }  // namespace brisk::cuda

@@ -1,4 +1,4 @@
-// sample: penalties, greedy / temperature, top-k, top-p, min-p and the seeded draw on the device
+// sample: penalties, greedy / temperature, top-k, top-p, min-p and the seeded draw on the device; top_logprobs: the k most likely tokens of raw logits
 // (kernels/sample.cu). rows must point to device memory; their values are not checked here
 // (that would need a copy to the host), so callers validate SamplingRow on the host, as the
 // engine does for every request.
@@ -63,6 +63,21 @@ void sample(const OpContext& ctx, const SampleParams& p) {
     a.out_logprobs = p.out_logprobs.data_as<float>();
   }
   launch_sample(a, ctx.stream);
+}
+
+void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p) {
+  check_op_params(p, Device::kCuda);
+  BRISK_CHECK(p.logits.size(1) < (int64_t{1} << 31), "top_logprobs: logits is {}: vocabulary too large",
+              p.logits.describe());
+  TopLogprobsArgs a;
+  a.logits = p.logits.data_as<const float>();
+  a.logits_stride = p.logits.stride(0);
+  a.out_tokens = p.out_tokens.data_as<int32_t>();
+  a.out_logprobs = p.out_logprobs.data_as<float>();
+  a.num_seqs = p.logits.size(0);
+  a.vocab = p.logits.size(1);
+  a.k = static_cast<int>(p.out_tokens.size(1));
+  launch_top_logprobs(a, ctx.stream);
 }
 
 }  // namespace brisk::cuda
