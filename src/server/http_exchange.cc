@@ -74,6 +74,7 @@ asio::awaitable<bool> HttpExchange::start_events() {
 }
 
 asio::awaitable<bool> HttpExchange::send_events(std::string_view text) {
+  if (text.empty()) co_return !client_gone_;  // a chunk of size 0 would end the body
   co_return co_await timed_write([&]() -> asio::awaitable<boost::system::error_code> {
     auto [ec, n] = co_await asio::async_write(stream_, http::make_chunk(asio::buffer(text.data(), text.size())),
                                               use_tuple);
