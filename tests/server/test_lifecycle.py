@@ -1,0 +1,136 @@
+"""The server's life: graceful shutdown on SIGTERM/SIGINT (in-flight requests finish, or are
+cancelled after the grace period; exit 0), clients that disconnect while waiting for a
+non-streaming answer, and the `brisk chat` and `brisk serve --help` commands."""
+import json
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BINARY, MODEL_NAME, Server, httpx, metric
+from test_load import wait_idle
+
+LONG = {"model": MODEL_NAME, "prompt": "a long answer", "max_tokens": 450, "ignore_eos": True}
+
+
+def stream_in_thread(url, body, results):
+    def run():
+        with httpx.stream("POST", url + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
+            # SSE lines end at "\n" only (iter_lines would also split at U+2028 in the noise text)
+            events = [line for line in "".join(r.iter_text()).split("\n") if line.startswith("data: ")]
+            results.append(events)
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def finish_reasons(events):
+    return [json.loads(e[6:])["choices"][0]["finish_reason"] for e in events if e != "data: [DONE]"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_graceful_shutdown_finishes_in_flight_requests(model_dir, sig):
+    server = Server(model_dir, "--shutdown-timeout", "60", "--max-num-seqs", "2")
+    results = []
+    threads = [stream_in_thread(server.url, LONG, results) for _ in range(4)]
+    time.sleep(0.2)
+    assert server.stop(sig) == 0, server.output()
+    for t in threads:
+        t.join()
+    assert len(results) == 4
+    for events in results:
+        assert events[-1] == "data: [DONE]"
+        assert finish_reasons(events)[-1] == "length"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(server.url + "/health")
+
+
+def test_grace_period_over_cancels_requests(model_dir):
+    server = Server(model_dir, "--shutdown-timeout", "0.3", "--max-num-seqs", "1")
+    results = []
+    # One at a time, 40 long answers take seconds even on the tiny model.
+    threads = [stream_in_thread(server.url, LONG, results) for _ in range(40)]
+    time.sleep(0.2)
+    start = time.monotonic()
+    assert server.stop() == 0, server.output()
+    assert time.monotonic() - start < 10
+    for t in threads:
+        t.join()
+    reasons = [finish_reasons(events)[-1] for events in results]
+    assert "abort" in reasons, reasons
+    assert all(events[-1] == "data: [DONE]" for events in results)
+
+
+def test_idle_keep_alive_connections_do_not_block_shutdown(model_dir):
+    server = Server(model_dir)
+    with httpx.Client() as c:
+        assert c.get(server.url + "/health").status_code == 200  # the connection stays open
+        start = time.monotonic()
+        assert server.stop() == 0
+        assert time.monotonic() - start < 5
+
+
+def test_disconnect_while_waiting_cancels(server):
+    before = metric(httpx.get(server.url + "/metrics").text, "brisk_request_success_total",
+                    'finished_reason="cancelled"')
+    host, port = server.url.removeprefix("http://").split(":")
+    body = json.dumps({**LONG, "n": 2}).encode()
+    sockets = []
+    for _ in range(4):
+        s = socket.create_connection((host, int(port)))
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        sockets.append(s)
+    time.sleep(0.05)
+    for s in sockets:
+        s.close()
+    text = wait_idle(server.url)
+    assert metric(text, "brisk_kv_cache_blocks_in_use") == 0
+    cancelled = metric(text, "brisk_request_success_total", 'finished_reason="cancelled"') - before
+    assert cancelled == 8  # 4 requests of 2 samples
+    assert metric(text, "brisk_http_requests_total", 'route="/v1/completions",status="499"') >= 4
+
+
+def test_chat_command(model_dir):
+    script = "Hello there\n/help\n/reset\n/unknown\nSecond question\n/exit\nnever read\n"
+    r = subprocess.run([BINARY, "chat", "--model", str(model_dir), "--dummy-weights", "--max-tokens", "8",
+                        "--ignore-eos", "--system", "Be brief.", "--kv-cache-memory", "64MiB"],
+                       input=script, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "(conversation cleared)" in r.stderr
+    assert "unknown command /unknown" in r.stderr
+    assert "/reset" in r.stderr  # the help text
+    assert r.stdout.count("\n") == 2  # two streamed replies, one line each
+
+
+def test_chat_command_needs_a_template(tmp_path, model_dir):
+    for name in ("config.json", "tokenizer.json"):
+        (tmp_path / name).write_bytes((model_dir / name).read_bytes())
+    r = subprocess.run([BINARY, "chat", "--model", str(tmp_path), "--dummy-weights"], input="hi\n",
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "chat template" in r.stderr
+
+
+def test_serve_help_and_option_errors():
+    r = subprocess.run([BINARY, "serve", "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0
+    for text in ("--model", "--host", "--port", "--api-key", "--served-model-name", "--max-num-seqs",
+                 "--kv-cache-memory", "--max-model-len", "--dummy-weights", "Server", "Engine", "Model"):
+        assert text in r.stdout, text
+    bad = subprocess.run([BINARY, "serve", "--model", ".", "--port", "70000"], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode != 0 and "--port" in bad.stderr
+    missing = subprocess.run([BINARY, "serve"], capture_output=True, text=True, timeout=30)
+    assert missing.returncode != 0 and "--model" in missing.stderr
+
+
+def test_port_in_use_is_a_clear_error(server, model_dir):
+    port = server.url.rsplit(":", 1)[1]
+    r = subprocess.run([BINARY, "serve", "--model", str(model_dir), "--dummy-weights", "--port", port],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
