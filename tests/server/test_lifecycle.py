@@ -17,14 +17,30 @@ LONG = {"model": MODEL_NAME, "prompt": "a long answer", "max_tokens": 450, "igno
 
 
 def stream_in_thread(url, body, results):
+    """Streams a completion in a thread; appends its SSE data lines to `results` (None when the
+    connection was refused)."""
+
     def run():
-        with httpx.stream("POST", url + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
-            # SSE lines end at "\n" only (iter_lines would also split at U+2028 in the noise text)
-            events = [line for line in "".join(r.iter_text()).split("\n") if line.startswith("data: ")]
-            results.append(events)
+        try:
+            with httpx.stream("POST", url + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
+                # SSE lines end at "\n" only (iter_lines would also split at U+2028 in the noise text)
+                text = "".join(r.iter_text())
+            results.append([line for line in text.split("\n") if line.startswith("data: ")])
+        except httpx.ConnectError:
+            results.append(None)
+
     thread = threading.Thread(target=run)
     thread.start()
     return thread
+
+
+def wait_submitted(url, num_requests, timeout=20):
+    """Waits until the server has submitted `num_requests` LONG prompts to the engine."""
+    prompt_len = httpx.post(url + "/tokenize", json={"prompt": LONG["prompt"]}).json()["count"]
+    deadline = time.monotonic() + timeout
+    while metric(httpx.get(url + "/metrics").text, "brisk_prompt_tokens_total") < num_requests * prompt_len:
+        assert time.monotonic() < deadline, "the requests did not arrive"
+        time.sleep(0.02)
 
 
 def finish_reasons(events):
@@ -35,12 +51,12 @@ def finish_reasons(events):
 def test_graceful_shutdown_finishes_in_flight_requests(model_dir, sig):
     server = Server(model_dir, "--shutdown-timeout", "60", "--max-num-seqs", "2")
     results = []
-    threads = [stream_in_thread(server.url, LONG, results) for _ in range(4)]
-    time.sleep(0.2)
+    threads = [stream_in_thread(server.url, LONG, results) for _ in range(4)]  # two wait for a slot
+    wait_submitted(server.url, 4)
     assert server.stop(sig) == 0, server.output()
     for t in threads:
         t.join()
-    assert len(results) == 4
+    assert len(results) == 4 and None not in results
     for events in results:
         assert events[-1] == "data: [DONE]"
         assert finish_reasons(events)[-1] == "length"
@@ -53,15 +69,16 @@ def test_grace_period_over_cancels_requests(model_dir):
     results = []
     # One at a time, 40 long answers take seconds even on the tiny model.
     threads = [stream_in_thread(server.url, LONG, results) for _ in range(40)]
-    time.sleep(0.2)
+    wait_submitted(server.url, 10)
     start = time.monotonic()
     assert server.stop() == 0, server.output()
     assert time.monotonic() - start < 10
     for t in threads:
         t.join()
-    reasons = [finish_reasons(events)[-1] for events in results]
+    streamed = [events for events in results if events is not None]  # late ones may be refused
+    reasons = [finish_reasons(events)[-1] for events in streamed]
     assert "abort" in reasons, reasons
-    assert all(events[-1] == "data: [DONE]" for events in results)
+    assert all(events[-1] == "data: [DONE]" for events in streamed)
 
 
 def test_idle_keep_alive_connections_do_not_block_shutdown(model_dir):
@@ -103,7 +120,8 @@ def test_chat_command(model_dir):
     assert "(conversation cleared)" in r.stderr
     assert "unknown command /unknown" in r.stderr
     assert "/reset" in r.stderr  # the help text
-    assert r.stdout.count("\n") == 2  # two streamed replies, one line each
+    assert r.stderr.count("[reply cut at 8 tokens]") == 2  # two replies, nothing after /exit
+    assert r.stdout.strip()
 
 
 def test_chat_command_needs_a_template(tmp_path, model_dir):
