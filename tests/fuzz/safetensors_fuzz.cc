@@ -1,13 +1,9 @@
-// libFuzzer entry point for the safetensors header parser. Not part of the CMake build: it needs
-// clang's -fsanitize=fuzzer. From the repository root:
+// libFuzzer entry point for the safetensors header parser. ctest builds it with clang
+// (tests/fuzz/CMakeLists.txt) and runs it briefly from tests/fuzz/corpus/safetensors; for a
+// longer run: build/cpu/tests/fuzz/safetensors_fuzz -max_total_time=600 CORPUS
 //
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -DFMT_HEADER_ONLY -Isrc -Iinclude \
-//     tests/fuzz/safetensors_fuzz.cc src/model/safetensors.cc src/core/{dtype,shape,tensor,error}.cc \
-//     -o /tmp/safetensors_fuzz
-//   mkdir -p /tmp/corpus && /tmp/safetensors_fuzz -max_total_time=60 /tmp/corpus
-//
-// Seed the corpus for better coverage: any file whose first 8 bytes are a data size and the rest
-// a header, e.g. the first 8 + header-length bytes of a real .safetensors file.
+// Seed corpus files: the first 8 bytes are a data size and the rest a header, e.g. the first
+// 8 + header-length bytes of a real .safetensors file.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

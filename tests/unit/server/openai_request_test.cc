@@ -1,0 +1,123 @@
+// Request parsing and validation: what is accepted maps to the right engine parameters, and
+// every rejection is an ApiError naming the field.
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace brisk::server {
+namespace {
+
+template <typename Fn>
+ApiError catch_api_error(Fn fn) {
+  try {
+    fn();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ApiError thrown";
+  return ApiError(0, "", "", "", "");
+}
+
+TEST(OpenAiRequest, ChatMapsEveryParameter) {
+  ChatRequest r = parse_chat_request(R"({
+    "model": "m", "messages": [{"role": "developer", "content": "sys"},
+                               {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+    "max_tokens": 9, "max_completion_tokens": 7, "n": 2, "temperature": 0.5, "top_p": 0.9, "top_k": 40,
+    "min_p": 0.1, "presence_penalty": 0.2, "frequency_penalty": -0.3, "repetition_penalty": 1.1, "seed": -1,
+    "stop": "END", "stop_token_ids": [5], "stream": true, "stream_options": {"include_usage": true},
+    "logprobs": true, "top_logprobs": 3, "ignore_eos": true, "min_tokens": 2, "user": "ignored"})");
+  const SamplingParams& s = r.options.sampling;
+  EXPECT_EQ(r.options.model, "m");
+  EXPECT_EQ(r.options.max_tokens, 7);
+  EXPECT_EQ(s.n, 2);
+  EXPECT_FLOAT_EQ(s.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(s.top_p, 0.9f);
+  EXPECT_EQ(s.top_k, 40);
+  EXPECT_FLOAT_EQ(s.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(s.presence_penalty, 0.2f);
+  EXPECT_FLOAT_EQ(s.frequency_penalty, -0.3f);
+  EXPECT_FLOAT_EQ(s.repetition_penalty, 1.1f);
+  EXPECT_EQ(s.seed, static_cast<uint64_t>(-1));
+  EXPECT_EQ(s.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(s.stop_token_ids, std::vector<int32_t>{5});
+  EXPECT_TRUE(s.ignore_eos);
+  EXPECT_EQ(s.min_tokens, 2);
+  EXPECT_EQ(s.top_logprobs, 3);
+  EXPECT_TRUE(r.options.stream && r.options.include_usage && r.options.logprobs);
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["content"], "a\nb");
+}
+
+TEST(OpenAiRequest, CompletionPromptForms) {
+  auto prompts = [](const char* body) { return parse_completion_request(body).prompts; };
+  EXPECT_EQ(prompts(R"({"prompt": "x"})"), std::vector<Prompt>{std::string("x")});
+  EXPECT_EQ(prompts(R"({"prompt": ["x", "y"]})"), (std::vector<Prompt>{std::string("x"), std::string("y")}));
+  EXPECT_EQ(prompts(R"({"prompt": [1, 2]})"), (std::vector<Prompt>{std::vector<int32_t>{1, 2}}));
+  EXPECT_EQ(prompts(R"({"prompt": [[1], [2, 3]]})"),
+            (std::vector<Prompt>{std::vector<int32_t>{1}, std::vector<int32_t>{2, 3}}));
+  CompletionRequest r = parse_completion_request(R"({"prompt": "x", "logprobs": 2, "max_tokens": 3})");
+  EXPECT_TRUE(r.options.logprobs);
+  EXPECT_EQ(r.options.sampling.top_logprobs, 2);
+  EXPECT_EQ(r.options.max_tokens, 3);
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "x"})").options.max_tokens);
+}
+
+TEST(OpenAiRequest, NullMeansNotGiven) {
+  ChatRequest r = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], "temperature": null,
+                                         "stop": null, "seed": null, "logit_bias": null, "suffix": 3})");
+  EXPECT_FLOAT_EQ(r.options.sampling.temperature, 1.0f);
+  EXPECT_TRUE(r.options.sampling.stop.empty());
+  EXPECT_FALSE(r.options.sampling.seed);
+}
+
+struct BadCase {
+  const char* body;
+  const char* param;
+  const char* words;
+};
+
+class BadRequests : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadRequests, NameTheField) {
+  ApiError e = catch_api_error([] { parse_chat_request(GetParam().body); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), GetParam().param);
+  EXPECT_NE(std::string(e.what()).find(GetParam().words), std::string::npos) << e.what();
+  EXPECT_EQ(e.body()["error"]["type"], "invalid_request_error");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Chat, BadRequests,
+    ::testing::Values(BadCase{"{", "", "not valid JSON"}, BadCase{"[]", "", "JSON object"},
+                      BadCase{R"({"messages": []})", "messages", "empty"},
+                      BadCase{R"({"messages": [1]})", "messages[0]", "object"},
+                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n", "[1, 128]"},
+                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "top_p", "(0, 1]"},
+                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "temperature": -1})", "temperature",
+                              "[0, inf)"},
+                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "seed", "integer"},
+                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 2}})",
+                              "logit_bias", "not supported"},
+                      BadCase{R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 3}]})",
+                              "messages[0].tool_call_id", "string"}));
+
+TEST(OpenAiRequest, DeepNestingIsRejected) {
+  std::string body = R"({"messages": )" + std::string(200, '[') + std::string(200, ']') + "}";
+  EXPECT_NE(std::string(catch_api_error([&] { parse_chat_request(body); }).what()).find("deeper"),
+            std::string::npos);
+}
+
+TEST(OpenAiRequest, TokenizeAndDetokenize) {
+  TokenizeRequest t = parse_tokenize_request(R"({"prompt": "hi"})");
+  EXPECT_EQ(t.prompt, "hi");
+  EXPECT_TRUE(t.add_special_tokens);
+  TokenizeRequest chat = parse_tokenize_request(R"({"messages": [{"role": "user", "content": "x"}]})");
+  ASSERT_TRUE(chat.chat);
+  EXPECT_FALSE(chat.add_special_tokens);
+  EXPECT_EQ(parse_detokenize_request(R"({"tokens": [1, 2]})").tokens, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(catch_api_error([] { parse_detokenize_request(R"({"tokens": [1.5]})"); }).param(), "tokens");
+}
+
+}  // namespace
+}  // namespace brisk::server
