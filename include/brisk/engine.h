@@ -27,6 +27,8 @@ struct EngineOptions {
   std::string kv_cache_memory;
   int64_t num_kv_blocks = 0;            // > 0 overrides kv_cache_memory (tests)
   bool enable_prefix_caching = true;
+  // Run every step op by op; otherwise pure decode steps replay CUDA graphs (on the GPU).
+  bool enforce_eager = false;
 };
 
 struct SamplingParams {

@@ -195,6 +195,7 @@ void add_common_options(CLI::App* cmd, BenchArgs& args) {
       ->required();
   cmd->add_option("--backend", args.engine.backend, "cpu or cuda")->capture_default_str();
   cmd->add_flag("--dummy-weights", args.engine.dummy_weights, "random weights from config.json alone");
+  cmd->add_flag("--enforce-eager", args.engine.enforce_eager, "run decode steps op by op instead of CUDA graphs");
   cmd->add_option("--max-model-len", args.engine.max_model_len, "context length (default: max_position_embeddings)");
   cmd->add_option("--kv-cache-memory", args.engine.kv_cache_memory, "KV cache: fraction of free memory or size (4GiB)");
   cmd->add_option("--max-num-seqs", args.engine.max_num_seqs, "sequences running at once")->capture_default_str();

@@ -84,6 +84,7 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--kv-cache-memory", args->engine.kv_cache_memory,
                   "KV cache size: a fraction of free memory (0.9) or a size (4GiB)");
   cmd->add_flag("--dummy-weights", args->engine.dummy_weights, "random weights from config.json alone (benchmarks)");
+  cmd->add_flag("--enforce-eager", args->engine.enforce_eager, "run decode steps op by op instead of CUDA graphs");
   SamplingParams& s = args->sampling;
   cmd->add_option("--max-tokens", s.max_tokens, "maximum number of tokens to generate")->capture_default_str();
   cmd->add_option("--min-tokens", s.min_tokens, "generate at least this many tokens before eos may stop")

@@ -4,8 +4,13 @@
 
 namespace brisk {
 
-ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size)
-    : model_(model), cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size) {}
+ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs,
+                         int64_t max_num_seqs)
+    : model_(model), cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size) {
+  if (use_graphs) graphs_ = DecodeGraphs::create(model_, cache_, max_num_seqs);
+}
+
+ModelRunner::~ModelRunner() = default;
 
 std::vector<SampledToken> ModelRunner::step(const BatchPlan& plan) {
   Backend& backend = model_.backend();
@@ -22,11 +27,18 @@ std::vector<SampledToken> ModelRunner::step(const BatchPlan& plan) {
     chunks.push_back(std::move(chunk));
     if (c.samples) sampling.push_back(r);
   }
+  if (graphs_ && graphs_->covers(chunks)) return sample(graphs_->run(chunks), sampling);
   BatchInputs inputs(chunks, cache_.block_size());
   const int64_t num_seqs = static_cast<int64_t>(sampling.size());
   Tensor logits(backend.allocator(), DType::kF32, {num_seqs, model_.config().vocab_size});
   model_.forward(inputs.upload(backend), cache_, logits);
   if (num_seqs == 0) return {};
+  return sample(logits, sampling);
+}
+
+std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vector<Request*>& sampling) {
+  Backend& backend = model_.backend();
+  const int64_t num_seqs = static_cast<int64_t>(sampling.size());
 
   // Sampling rows and the ragged prompt / output token lists the penalties read.
   std::vector<SamplingRow> rows;
