@@ -40,13 +40,19 @@ std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vect
   Backend& backend = model_.backend();
   const int64_t num_seqs = static_cast<int64_t>(sampling.size());
 
-  // Sampling rows and the ragged prompt / output token lists the penalties read.
+  // Sampling rows and the ragged prompt / output token lists the penalties read (only built and
+  // uploaded when some row has a penalty: they can be as long as every sequence's context).
   std::vector<SamplingRow> rows;
   std::vector<int32_t> prompt_start{0}, prompt_tokens, output_start{0}, output_tokens;
+  bool penalties = false;
   for (Request* r : sampling) {
     SamplingRow row = r->row;
     row.step = static_cast<uint64_t>(r->num_generated);
     rows.push_back(row);
+    penalties = penalties || row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f ||
+                row.presence_penalty != 0.0f;
+  }
+  for (Request* r : penalties ? sampling : std::vector<Request*>{}) {
     const int64_t prompt_len = static_cast<int64_t>(r->prompt.size());
     prompt_tokens.insert(prompt_tokens.end(), r->tokens.begin(), r->tokens.begin() + prompt_len);
     output_tokens.insert(output_tokens.end(), r->tokens.begin() + prompt_len, r->tokens.end());
@@ -63,8 +69,10 @@ std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vect
   p.logits = logits;
   p.rows = to_backend(backend, TensorView(rows.data(), DType::kU8, {num_seqs, sizeof(SamplingRow)}), keep)
                .data_as<const SamplingRow>();
-  p.prompt_start = to_backend(backend, ids(prompt_start), keep);
-  p.prompt_tokens = to_backend(backend, ids(prompt_tokens), keep);
+  if (penalties) {
+    p.prompt_start = to_backend(backend, ids(prompt_start), keep);
+    p.prompt_tokens = to_backend(backend, ids(prompt_tokens), keep);
+  }
   if (!output_tokens.empty()) {
     p.output_start = to_backend(backend, ids(output_start), keep);
     p.output_tokens = to_backend(backend, ids(output_tokens), keep);
