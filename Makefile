@@ -1,8 +1,10 @@
 # The newcomer's entry points: `make run` and `make test` (README.md).
 JOBS ?= $(shell nproc)
-# Until the trained default model lands (issue 9), `make run` uses a random-weight test model.
-MODEL ?= tests/data/models/llama-gqa4-hd64-tied-llama3rope-bf16
-PROMPT_IDS ?= 1,17,300,42,5
+# The bundled default model: a 9.7M-parameter Llama trained by tools/train_default_model.py on
+# Jane Austen's novels (models/tiny-austen/README.md). Its greedy output for PROMPT is pinned by
+# tests/e2e/default_model_test.cc.
+MODEL ?= models/tiny-austen
+PROMPT ?= It was a fine morning, and Emma
 
 .PHONY: setup build test run clean bench-tokenizer
 
@@ -17,7 +19,7 @@ test: build
 	ctest --preset cpu -j $(JOBS)
 
 run: build
-	build/cpu/bin/brisk generate --model $(MODEL) --prompt-ids $(PROMPT_IDS) --max-tokens 32
+	build/cpu/bin/brisk generate --model $(MODEL) --prompt "$(PROMPT)" --max-tokens 48
 
 # Encode throughput on the ShareGPT prompts, brisk vs Hugging Face tokenizers, single thread.
 TOKENIZERS ?= gpt2 qwen2 phi3 llama2

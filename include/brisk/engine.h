@@ -28,6 +28,8 @@ struct EngineOptions {
   std::string kv_cache_memory;
   int64_t num_kv_blocks = 0;            // > 0 overrides kv_cache_memory (tests)
   bool enable_prefix_caching = true;
+  // Run every step op by op; otherwise pure decode steps replay CUDA graphs (on the GPU).
+  bool enforce_eager = false;
   // Called while weights load, after each layer (a progress bar); may be empty.
   std::function<void(int64_t num_layers_done, int64_t num_layers)> on_load_progress;
 };

@@ -20,6 +20,8 @@ uint64_t Backend::free_memory_bytes() const {
   throw_error(ErrorCode::kBackend, "cannot read MemAvailable from /proc/meminfo to size the KV cache");
 }
 
+std::unique_ptr<RecordedGraph> Backend::record_graph(const std::function<void()>&) { return nullptr; }
+
 TensorView to_backend(Backend& backend, TensorView host, std::vector<Tensor>& keep) {
   if (backend.shares_host_memory()) return host;
   keep.emplace_back(backend.allocator(), host.dtype(), host.shape());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +117,15 @@ struct TopLogprobsParams {
   TensorView out_logprobs{};  // [num_seqs, k] f32
 };
 
+// A recorded sequence of ops that replays as one launch (a CUDA graph). A replay repeats the
+// recorded ops on the same memory: inputs must be refilled in place before each replay, and the
+// recorded ops' temporaries stay reserved for the graph.
+class RecordedGraph {
+ public:
+  virtual ~RecordedGraph() = default;
+  virtual void replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -143,6 +153,10 @@ class Backend {
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void sample(const SampleParams& p) = 0;
   virtual void top_logprobs(const TopLogprobsParams& p) = 0;
+
+  // Runs `ops` once (which also warms up their plans and temporaries), then records them into a
+  // graph. Null where graphs are not supported (the CPU); ops must then run eagerly.
+  virtual std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>& ops);
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -36,7 +36,10 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->group("Engine");
-  cmd->add_flag("--no-prefix-caching{false}", e.enable_prefix_caching, "do not reuse the KV blocks of shared prompt prefixes")
+  cmd->add_flag_callback("--no-prefix-caching", [&e] { e.enable_prefix_caching = false; },
+                         "do not reuse the KV blocks of shared prompt prefixes")
+      ->group("Engine");
+  cmd->add_flag("--enforce-eager", e.enforce_eager, "run decode steps op by op instead of CUDA graphs")
       ->group("Engine");
 }
 

@@ -9,7 +9,8 @@
 namespace brisk::cli {
 
 // --model (required) and the engine's options: --backend, --dummy-weights, --max-model-len,
-// --kv-cache-memory, --max-num-seqs, --max-num-batched-tokens, --block-size, --no-prefix-caching.
+// --kv-cache-memory, --max-num-seqs, --max-num-batched-tokens, --block-size, --no-prefix-caching,
+// --enforce-eager.
 void add_engine_options(CLI::App* command, EngineOptions& options);
 
 // --max-tokens, --temperature, --top-p, --top-k, --min-p, penalties, --seed, stops, --ignore-eos.

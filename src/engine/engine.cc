@@ -164,7 +164,8 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   prefix_cache_ = std::make_unique<PrefixCache>(options.block_size, options.enable_prefix_caching);
   pool_ = std::make_unique<BlockPool>(num_blocks_, options.block_size, *prefix_cache_);
   scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);
-  runner_ = std::make_unique<ModelRunner>(*model_, num_blocks_, options.block_size);
+  runner_ = std::make_unique<ModelRunner>(*model_, num_blocks_, options.block_size, !options.enforce_eager,
+                                          options.max_num_seqs);
   thread_ = std::thread([this] { loop(); });
 }
 

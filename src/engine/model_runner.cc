@@ -4,8 +4,13 @@
 
 namespace brisk {
 
-ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size)
-    : model_(model), cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size) {}
+ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs,
+                         int64_t max_num_seqs)
+    : model_(model), cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size) {
+  if (use_graphs) graphs_ = DecodeGraphs::create(model_, cache_, max_num_seqs);
+}
+
+ModelRunner::~ModelRunner() = default;
 
 std::vector<SampledToken> ModelRunner::step(const BatchPlan& plan) {
   Backend& backend = model_.backend();
@@ -22,19 +27,32 @@ std::vector<SampledToken> ModelRunner::step(const BatchPlan& plan) {
     chunks.push_back(std::move(chunk));
     if (c.samples) sampling.push_back(r);
   }
+  if (graphs_ && graphs_->covers(chunks)) return sample(graphs_->run(chunks), sampling);
   BatchInputs inputs(chunks, cache_.block_size());
   const int64_t num_seqs = static_cast<int64_t>(sampling.size());
   Tensor logits(backend.allocator(), DType::kF32, {num_seqs, model_.config().vocab_size});
   model_.forward(inputs.upload(backend), cache_, logits);
   if (num_seqs == 0) return {};
+  return sample(logits, sampling);
+}
 
-  // Sampling rows and the ragged prompt / output token lists the penalties read.
+std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vector<Request*>& sampling) {
+  Backend& backend = model_.backend();
+  const int64_t num_seqs = static_cast<int64_t>(sampling.size());
+
+  // Sampling rows and the ragged prompt / output token lists the penalties read (only built and
+  // uploaded when some row has a penalty: they can be as long as every sequence's context).
   std::vector<SamplingRow> rows;
   std::vector<int32_t> prompt_start{0}, prompt_tokens, output_start{0}, output_tokens;
+  bool penalties = false;
   for (Request* r : sampling) {
     SamplingRow row = r->row;
     row.step = static_cast<uint64_t>(r->num_generated);
     rows.push_back(row);
+    penalties = penalties || row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f ||
+                row.presence_penalty != 0.0f;
+  }
+  for (Request* r : penalties ? sampling : std::vector<Request*>{}) {
     const int64_t prompt_len = static_cast<int64_t>(r->prompt.size());
     prompt_tokens.insert(prompt_tokens.end(), r->tokens.begin(), r->tokens.begin() + prompt_len);
     output_tokens.insert(output_tokens.end(), r->tokens.begin() + prompt_len, r->tokens.end());
@@ -51,8 +69,10 @@ std::vector<SampledToken> ModelRunner::step(const BatchPlan& plan) {
   p.logits = logits;
   p.rows = to_backend(backend, TensorView(rows.data(), DType::kU8, {num_seqs, sizeof(SamplingRow)}), keep)
                .data_as<const SamplingRow>();
-  p.prompt_start = to_backend(backend, ids(prompt_start), keep);
-  p.prompt_tokens = to_backend(backend, ids(prompt_tokens), keep);
+  if (penalties) {
+    p.prompt_start = to_backend(backend, ids(prompt_start), keep);
+    p.prompt_tokens = to_backend(backend, ids(prompt_tokens), keep);
+  }
   if (!output_tokens.empty()) {
     p.output_start = to_backend(backend, ids(output_start), keep);
     p.output_tokens = to_backend(backend, ids(output_tokens), keep);

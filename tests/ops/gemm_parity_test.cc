@@ -1,4 +1,4 @@
-// gemm (cuBLASLt): CUDA against the CPU reference on the same rounded inputs, the CPU writing
+// gemm (the gemv kernel for M <= 8 with 16-bit operands, cuBLASLt otherwise): CUDA against the CPU reference on the same rounded inputs, the CPU writing
 // f32. Both accumulate in fp32 in different orders; inputs are uniform in [-1, 1], so the
 // accumulated difference stays below 1e-4 * sqrt(K). Tolerance: |cuda - cpu| <= atol + rtol *
 // |cpu| with atol = 2e-4 * sqrt(K) and rtol = one rounding of y's dtype (bf16 1/128, f16
@@ -61,6 +61,12 @@ TEST(Gemm, MatchesCpu) {
       {6, 56, 128, bf16, bf16, bf16, false, true},     // strided x (attention's q-like slice)
       {3, 33, 100, bf16, bf16, bf16, true, false},     // odd N and K (unaligned rows)
       {128, 4096, 512, bf16, bf16, bf16, false, false},
+      // gemv: M <= 8, both two-step and single-step k tails, odd N, f32 / 16-bit outputs.
+      {8, 6144, 4096, bf16, bf16, bf16, false, false},
+      {1, 4096, 14336, f16, f16, f16, true, false},
+      {4, 257, 520, bf16, bf16, f32, true, false},
+      {8, 1001, 8, f16, f16, f32, false, true},
+      {2, 3, 264, bf16, bf16, bf16, true, false},
   };
   for (const GemmCase& c : cases) check_gemm(c);
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/cuda/runtime/cuda_check.h"
+#include "backend/cuda/runtime/cuda_graph.h"
 #include "backend/cuda/runtime/device.h"
 #include "core/error.h"
 
@@ -86,6 +87,10 @@ void CudaBackend::attention(const AttentionParams& p) { cuda::attention(context_
 void CudaBackend::silu_mul(const SiluMulParams& p) { cuda::silu_mul(context_, p); }
 void CudaBackend::sample(const SampleParams& p) { cuda::sample(context_, p); }
 void CudaBackend::top_logprobs(const TopLogprobsParams& p) { cuda::top_logprobs(context_, p); }
+
+std::unique_ptr<RecordedGraph> CudaBackend::record_graph(const std::function<void()>& ops) {
+  return cuda::CudaGraph::record(stream_.get(), allocator_, ops);
+}
 
 std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
 

@@ -45,6 +45,7 @@ class CudaBackend final : public Backend {
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;
   void top_logprobs(const TopLogprobsParams& p) override;
+  std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>& ops) override;
 
   cudaStream_t stream() const { return stream_.get(); }
   cuda::CachingAllocator& caching_allocator() { return allocator_; }

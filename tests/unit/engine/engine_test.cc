@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -279,6 +280,24 @@ TEST(Engine, RejectsBadSampleCountsAndTopLogprobs) {
   r.sampling.n = 1;
   r.sampling.top_logprobs = 21;
   EXPECT_NE(testing::run_request(*engine, r).error.find("top_logprobs must be in [0, 20], got 21"), std::string::npos);
+}
+
+TEST(Engine, RepetitionPenaltyReachesTheSampler) {
+  // Penalty lists are only uploaded when a row has a penalty; a huge one must then keep greedy
+  // decoding off every prompt and earlier output token.
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto c = golden_cases()[0];
+  GenerationRequest r = greedy(c.prompt, 150);
+  r.sampling.repetition_penalty = 1000.0f;
+  auto result = testing::run_request(*engine, r);
+  auto num_repeats = [&](const std::vector<int32_t>& tokens) {
+    std::set<int32_t> seen(c.prompt.begin(), c.prompt.end());
+    int repeats = 0;
+    for (int32_t token : tokens) repeats += seen.insert(token).second ? 0 : 1;
+    return repeats;
+  };
+  EXPECT_EQ(num_repeats(result.tokens), 0);
+  EXPECT_GT(num_repeats(testing::run_request(*engine, greedy(c.prompt, 150)).tokens), 0);  // unpenalised
 }
 
 }  // namespace

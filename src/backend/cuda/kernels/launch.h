@@ -123,6 +123,24 @@ struct BiasArgs {
 };
 void launch_bias(const BiasArgs& a, cudaStream_t stream);
 
+// y = x w^T (+ bias) for m <= kGemvMaxM (kernels/gemv.cu): x and w both f16 or both bf16, k a
+// multiple of 8, x and w 16-byte aligned with row strides that are multiples of 8 elements.
+inline constexpr int64_t kGemvMaxM = 8;
+struct GemvArgs {
+  const void* x = nullptr;  // [m, k]
+  int64_t x_stride = 0;
+  const void* w = nullptr;  // [n, k]
+  int64_t w_stride = 0;
+  FloatType w_type = FloatType::kBF16;  // x's too
+  const void* bias = nullptr;  // optional [n]
+  FloatType bias_type = FloatType::kF32;
+  void* y = nullptr;  // [m, n]
+  int64_t y_stride = 0;
+  FloatType y_type = FloatType::kF32;
+  int64_t m = 0, n = 0, k = 0;
+};
+void launch_gemv(const GemvArgs& a, cudaStream_t stream);
+
 struct AttentionArgs {
   const void* q = nullptr;
   int64_t q_stride = 0;

@@ -86,9 +86,11 @@ __device__ __forceinline__ float warp_sum(float value) {
   return value;
 }
 
-// One block per token; warp w handles heads w, w + num_warps, ...; lane l handles the rotation
-// pairs (i, i + half) for i = l, l + 32, ... The fp32 result goes both to qkv (rounded to its
-// dtype) and, for k heads, to the cache (rounded once to the cache's dtype), like the CPU op.
+// Block (t, y) handles token t's heads y * num_warps + w (one per warp w, so a decode step's
+// heads run in parallel rather than one after another) and a slice of its v heads; lane l
+// handles the rotation pairs (i, i + half) for i = l, l + 32, ... The fp32 result goes both to
+// qkv (rounded to its dtype) and, for k heads, to the cache (rounded once to the cache's dtype),
+// like the CPU op.
 __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -105,7 +107,7 @@ __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
     const float* sin = cos + half;
     void* row = row_ptr(a.qkv, a.qkv_type, t, a.qkv_stride);
 
-    for (int h = warp; h < a.num_heads + a.num_kv_heads; h += num_warps) {
+    for (int h = blockIdx.y * num_warps + warp; h < a.num_heads + a.num_kv_heads; h += num_warps * gridDim.y) {
       const bool is_q = h < a.num_heads;
       const int64_t head_start = int64_t{h} * a.head_dim;
       float x1[kMaxRopePairsPerLane], x2[kMaxRopePairsPerLane];
@@ -148,7 +150,8 @@ __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
     if (!write_cache) continue;
     // v heads: copied (converted) into the cache; qkv's v part is not modified.
     const int64_t v_start = int64_t{a.num_heads + a.num_kv_heads} * a.head_dim;
-    for (int64_t e = threadIdx.x; e < int64_t{a.num_kv_heads} * a.head_dim; e += blockDim.x) {
+    for (int64_t e = blockIdx.y * blockDim.x + threadIdx.x; e < int64_t{a.num_kv_heads} * a.head_dim;
+         e += int64_t{blockDim.x} * gridDim.y) {
       const int64_t g = e / a.head_dim;
       const int64_t d = e % a.head_dim;
       const int64_t cache_index = ((block * a.num_kv_heads + g) * a.block_size + offset) * a.head_dim + d;
@@ -169,7 +172,8 @@ void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {
 void launch_rope_kv_append(const RopeKvAppendArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.num_tokens, 1 << 20));
-  rope_kv_append_kernel<<<blocks, kRopeThreads, 0, stream>>>(a);
+  const unsigned head_groups = static_cast<unsigned>((a.num_heads + a.num_kv_heads + kRopeThreads / 32 - 1) / (kRopeThreads / 32));
+  rope_kv_append_kernel<<<dim3(blocks, head_groups), kRopeThreads, 0, stream>>>(a);
   BRISK_CUDA_CHECK_LAUNCH();
 }
 

@@ -11,6 +11,16 @@
 namespace brisk::cuda {
 namespace {
 
+// Decode-sized products of 16-bit operands go to the bandwidth-bound gemv kernel.
+bool gemv_fits(const GemmParams& p) {
+  const DType t = p.w.dtype();
+  auto aligned = [](const TensorView& v) {
+    return reinterpret_cast<uintptr_t>(v.data()) % 16 == 0 && v.stride(0) % 8 == 0;
+  };
+  return p.x.size(0) <= kGemvMaxM && (t == DType::kBF16 || t == DType::kF16) && p.x.dtype() == t &&
+         p.x.size(1) % 8 == 0 && aligned(p.x) && aligned(p.w);
+}
+
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
     case DType::kF32: return CUDA_R_32F;
@@ -168,6 +178,24 @@ void GemmRunner::run(const OpContext& ctx, const GemmParams& p) {
     b.num_cols = n;
     b.accumulate = false;
     launch_bias(b, ctx.stream);
+    return;
+  }
+  if (gemv_fits(p)) {
+    GemvArgs g;
+    g.x = p.x.data();
+    g.x_stride = p.x.stride(0);
+    g.w = p.w.data();
+    g.w_stride = p.w.stride(0);
+    g.w_type = float_type(p.w.dtype());
+    g.bias = p.bias.empty() ? nullptr : p.bias.data();
+    g.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
+    g.y = p.y.data();
+    g.y_stride = p.y.stride(0);
+    g.y_type = float_type(p.y.dtype());
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    launch_gemv(g, ctx.stream);
     return;
   }
   const DType operand = p.w.dtype();

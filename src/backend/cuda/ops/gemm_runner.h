@@ -1,5 +1,6 @@
-// gemm through cuBLASLt: y = x w^T (+ bias), fp32 accumulation (CUBLAS_COMPUTE_32F), output in
-// y's dtype. Matmul descriptors, layouts and the heuristic's algorithm are cached per shape,
+// gemm: y = x w^T (+ bias), fp32 accumulation, output in y's dtype. Decode-sized products (M <=
+// kGemvMaxM, 16-bit x and w of one dtype, aligned) run brisk's gemv kernel (kernels/gemv.cu);
+// everything else runs cuBLASLt (CUBLAS_COMPUTE_32F). Matmul descriptors, layouts and the heuristic's algorithm are cached per shape,
 // strides, dtypes and pointer alignments, so a warm step loop only calls cublasLtMatmul.
 //
 // Operand dtypes: the model keeps weights as stored, so w may be bf16, f16 or f32.

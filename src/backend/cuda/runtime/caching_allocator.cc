@@ -36,14 +36,25 @@ void* CachingAllocator::allocate(size_t num_bytes) {
   if (num_bytes == 0) return nullptr;
   const size_t size = round_size(num_bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = free_lists_.find(size);
-  if (it != free_lists_.end() && !it->second.empty()) {
+  auto& lists = graph_pool_on_ ? graph_free_lists_ : free_lists_;
+  auto it = lists.find(size);
+  if (it != lists.end() && !it->second.empty()) {
     void* block = it->second.back();
     it->second.pop_back();
-    free_bytes_ -= size;
+    if (!graph_pool_on_) free_bytes_ -= size;
     used_bytes_ += size;
     return block;
   }
+  void* block = cuda_malloc_locked(size, num_bytes);
+  if (graph_pool_on_) {
+    graph_blocks_.insert(block);
+    graph_pool_bytes_ += size;
+  }
+  used_bytes_ += size;
+  return block;
+}
+
+void* CachingAllocator::cuda_malloc_locked(size_t size, size_t num_bytes) {
   select_device();
   void* block = nullptr;
   cudaError_t error = cudaMalloc(&block, size);
@@ -61,7 +72,6 @@ void* CachingAllocator::allocate(size_t num_bytes) {
                 "{} in use by brisk", size, num_bytes, free_now, total, used_bytes_);
   }
   BRISK_CUDA_CHECK(error);
-  used_bytes_ += size;
   return block;
 }
 
@@ -69,9 +79,23 @@ void CachingAllocator::deallocate(void* ptr, size_t num_bytes) {
   if (ptr == nullptr) return;
   const size_t size = round_size(num_bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  used_bytes_ -= size;
+  if (graph_blocks_.count(ptr) != 0) {
+    graph_free_lists_[size].push_back(ptr);
+    return;
+  }
   free_lists_[size].push_back(ptr);
   free_bytes_ += size;
-  used_bytes_ -= size;
+}
+
+void CachingAllocator::set_graph_pool(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  graph_pool_on_ = on;
+}
+
+size_t CachingAllocator::graph_pool_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return graph_pool_bytes_;
 }
 
 size_t CachingAllocator::free_bytes() const {

@@ -10,11 +10,17 @@
 // Stream ordering: a block freed on the host may still be read by queued kernels. Reusing it at
 // once is safe because all of brisk's device work runs on the backend's single stream, in order
 // (like PyTorch's per-stream caching allocator). Thread-safe: one mutex around the lists.
+//
+// CUDA graphs: blocks allocated while the graph pool is on belong to that pool for good. Freed,
+// they return to the pool's own lists, never to the general ones, so memory a recorded graph
+// uses as temporaries is never handed to other work that could run between its replays.
+// Graphs share the pool: they replay one at a time on the one stream.
 #pragma once
 
 #include <cstddef>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/tensor.h"
@@ -42,13 +48,22 @@ class CachingAllocator final : public Allocator {
   // The size class a request of num_bytes is served from.
   static size_t round_size(size_t num_bytes);
 
+  // While on, allocations come from (and grow) the graph pool.
+  void set_graph_pool(bool on);
+  size_t graph_pool_bytes() const;
+
  private:
   void release_cached_locked();
+  void* cuda_malloc_locked(size_t size, size_t num_bytes);
 
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_lists_;  // size class -> blocks
   size_t free_bytes_ = 0;
   size_t used_bytes_ = 0;
+  bool graph_pool_on_ = false;
+  std::unordered_map<size_t, std::vector<void*>> graph_free_lists_;
+  std::unordered_set<void*> graph_blocks_;
+  size_t graph_pool_bytes_ = 0;
 };
 
 // The process-wide allocator of the selected device. Never destroyed, so tensors that outlive

@@ -1,0 +1,49 @@
+// Pure decode steps (every sequence computes one new token and samples) replayed from recorded
+// graphs, one per batch-size bucket (1, 2, 4, 8, then multiples of 8), recorded the first time
+// a bucket is needed. A step of b sequences runs in the smallest bucket >= b; the padding rows
+// write no KV (slot -1) and their logits are ignored. Graphs read their inputs from one fixed
+// device buffer, refilled by one host-to-device copy per step, and attention is recorded with
+// the model's maximum context as its upper bound, so any context length replays correctly.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "model/forward_batch.h"
+#include "model/kv_cache.h"
+#include "model/llama_model.h"
+
+namespace brisk {
+
+class DecodeGraphs {
+ public:
+  // Null when the backend cannot record graphs (the CPU).
+  static std::unique_ptr<DecodeGraphs> create(LlamaModel& model, KvCache& cache, int64_t max_num_seqs);
+
+  // Whether the step is a pure decode step that fits the largest bucket.
+  bool covers(const std::vector<SequenceChunk>& chunks) const;
+  // Runs the step; returns its logits, [num_seqs, vocab] f32, valid until the next call.
+  TensorView run(const std::vector<SequenceChunk>& chunks);
+
+ private:
+  DecodeGraphs(LlamaModel& model, KvCache& cache, int64_t max_num_seqs);
+  int64_t bucket_for(int64_t num_seqs) const;
+  // The bucket's views into the input buffer (fixed addresses, as the graphs need).
+  ForwardBatch batch_for(int64_t bucket) const;
+
+  LlamaModel& model_;
+  KvCache& cache_;
+  std::vector<int64_t> buckets_;
+  int64_t max_seqs_;           // the largest bucket
+  int64_t max_blocks_per_seq_;  // block table width: the model's maximum context
+  // Offsets (in i32 elements) of the input arrays inside the buffer, each sized for max_seqs_.
+  enum Field { kTokenIds, kPositions, kSlots, kQueryStart, kContextLens, kLogitsIndices, kBlockTables, kNumFields };
+  int64_t offset_[kNumFields + 1] = {};
+  std::vector<int32_t> host_inputs_;
+  Tensor inputs_;  // [offset_[kNumFields]] i32 in the backend's memory
+  Tensor logits_;  // [max_seqs_, vocab] f32
+  std::map<int64_t, std::unique_ptr<RecordedGraph>> graphs_;
+};
+
+}  // namespace brisk
