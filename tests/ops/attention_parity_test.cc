@@ -1,110 +1,21 @@
 // attention: CUDA against the CPU reference on the same bf16 / f16 q and paged caches, the CPU
-// writing f32. Outputs are convex combinations of v rows in [-1, 1]; the CUDA op differs by fp32
-// summation order, expf and one rounding of its output: |cuda - cpu| <= 1e-4 + rtol * |cpu|
-// with rtol bf16 1/128, f16 1/1024. Cases cover decode and prefill, ragged batches, chunks
+// writing f32, with the tolerances of attention_test_util.h (decode batches run on the decode
+// kernel, the rest on the generic one). Cases cover decode and prefill, ragged batches, chunks
 // continuing earlier context, partial last blocks, block sizes 4/16, group sizes 1/2/4/8 (and
 // chunks of heads beyond a block's rows), head_dim 32/64/128/256, sliding windows and split-KV.
+// decode_attention_parity_test.cc covers the decode kernel in depth.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "ops_test_util.h"
+#include "attention_test_util.h"
 
 namespace brisk::testing {
 namespace {
 
-struct Seq {
-  int q_len, context_len;
-};
-
-struct AttentionCase {
-  int num_heads, num_kv_heads, head_dim, block_size, sliding_window;
-  std::vector<Seq> seqs;
-  bool hints = true;  // pass max_query_len / max_context_len
-};
-
-// Host inputs of one case: q is a strided slice of a wider qkv-like tensor, blocks are shuffled.
-struct AttentionInputs {
-  Tensor qkv, k_cache, v_cache, block_tables, query_start, context_lens;
-  int64_t num_tokens = 0;
-  int max_query = 0, max_context = 0;
-};
-
-AttentionInputs make_inputs(DType dtype, const AttentionCase& c, std::mt19937& rng) {
-  AttentionInputs in;
-  int max_blocks = 0, total_blocks = 0;
-  std::vector<int32_t> starts{0}, lens;
-  for (const Seq& s : c.seqs) {
-    in.num_tokens += s.q_len;
-    starts.push_back(static_cast<int32_t>(in.num_tokens));
-    lens.push_back(s.context_len);
-    const int blocks = (s.context_len + c.block_size - 1) / c.block_size;
-    max_blocks = std::max(max_blocks, blocks + 1);  // one spare column: tables may be wider
-    total_blocks += blocks;
-    in.max_query = std::max(in.max_query, s.q_len);
-    in.max_context = std::max(in.max_context, s.context_len);
-  }
-  const int num_cache_blocks = total_blocks + 3;
-  std::vector<int32_t> ids(num_cache_blocks);
-  for (int i = 0; i < num_cache_blocks; ++i) ids[i] = i;
-  std::shuffle(ids.begin(), ids.end(), rng);
-  std::vector<int32_t> tables(c.seqs.size() * max_blocks, 0);
-  int next = 0;
-  for (size_t s = 0; s < c.seqs.size(); ++s) {
-    const int blocks = (c.seqs[s].context_len + c.block_size - 1) / c.block_size;
-    for (int b = 0; b < blocks; ++b) tables[s * max_blocks + b] = ids[next++];
-  }
-  const int64_t width = int64_t{c.num_heads + 2 * c.num_kv_heads} * c.head_dim;
-  in.qkv = random_tensor(dtype, {in.num_tokens, width}, rng);
-  const Shape cache_shape{num_cache_blocks, c.num_kv_heads, c.block_size, c.head_dim};
-  in.k_cache = random_tensor(dtype, cache_shape, rng);
-  in.v_cache = random_tensor(dtype, cache_shape, rng);
-  in.block_tables = make_i32({static_cast<int64_t>(c.seqs.size()), max_blocks}, tables);
-  in.query_start = make_i32({static_cast<int64_t>(starts.size())}, starts);
-  in.context_lens = make_i32({static_cast<int64_t>(lens.size())}, lens);
-  return in;
-}
-
-AttentionParams make_params(const AttentionCase& c, const AttentionInputs& in, TensorView qkv,
-                            TensorView k, TensorView v, TensorView tables, TensorView starts,
-                            TensorView lens, TensorView out) {
-  AttentionParams p;
-  p.q = qkv.slice(1, 0, int64_t{c.num_heads} * c.head_dim);
-  p.k_cache = k;
-  p.v_cache = v;
-  p.block_tables = tables;
-  p.query_start = starts;
-  p.context_lens = lens;
-  p.out = out;
-  p.num_heads = c.num_heads;
-  p.num_kv_heads = c.num_kv_heads;
-  p.head_dim = c.head_dim;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  p.sliding_window = c.sliding_window;
-  p.max_query_len = c.hints ? in.max_query : 0;
-  p.max_context_len = c.hints ? in.max_context : 0;
-  return p;
-}
-
 void check_attention(DType dtype, const AttentionCase& c) {
-  std::mt19937 rng(static_cast<unsigned>(c.head_dim * 131 + c.num_heads * 7 + c.seqs.size()));
-  AttentionInputs in = make_inputs(dtype, c, rng);
-  const Shape out_shape{in.num_tokens, int64_t{c.num_heads} * c.head_dim};
-  Tensor expected = zeros(DType::kF32, out_shape);
-  cpu_backend().attention(make_params(c, in, in.qkv, in.k_cache, in.v_cache, in.block_tables,
-                                      in.query_start, in.context_lens, expected));
-  Tensor qkv_d = to_device(in.qkv), k_d = to_device(in.k_cache), v_d = to_device(in.v_cache);
-  Tensor tables_d = to_device(in.block_tables), starts_d = to_device(in.query_start);
-  Tensor lens_d = to_device(in.context_lens);
-  Tensor out_d(cuda_backend().allocator(), dtype, out_shape);
-  cuda_backend().attention(make_params(c, in, qkv_d, k_d, v_d, tables_d, starts_d, lens_d, out_d));
-  std::string what = "attention " + dtype_str(dtype) + " heads " + std::to_string(c.num_heads) + "/" +
-                     std::to_string(c.num_kv_heads) + " hd " + std::to_string(c.head_dim) + " bs " +
-                     std::to_string(c.block_size) + " window " + std::to_string(c.sliding_window) +
-                     " seqs";
-  for (const Seq& s : c.seqs) what += " (" + std::to_string(s.q_len) + "/" + std::to_string(s.context_len) + ")";
-  expect_close(host_doubles(out_d), to_doubles(expected), 1e-4, output_rtol(dtype), what);
+  check_attention(dtype, c, static_cast<unsigned>(c.head_dim * 131 + c.num_heads * 7 + c.seqs.size()));
 }
 
 class Attention : public ::testing::TestWithParam<DType> {};

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -47,6 +48,8 @@ __global__ void convert_kernel(ConvertArgs a, bool vectorized) {
 
 // One block per token (grid-strided over tokens).
 __global__ void embedding_kernel(EmbeddingArgs a) {
+  pdl_wait();
+  pdl_release();
   for (int64_t t = blockIdx.x; t < a.num_tokens; t += gridDim.x) {
     const int32_t id = a.ids[t];
     char* out = static_cast<char*>(a.out) + t * a.out_stride_bytes;
@@ -76,6 +79,8 @@ __device__ __forceinline__ float silu_times(float gate, float up) {
 }
 
 __global__ void silu_mul_kernel(SiluMulArgs a) {
+  pdl_wait();
+  pdl_release();
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   const int64_t first = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (a.vectorized) {
@@ -129,15 +134,13 @@ void launch_convert(const ConvertArgs& a, cudaStream_t stream) {
 void launch_embedding(const EmbeddingArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.num_tokens, 65536));
-  embedding_kernel<<<blocks, kThreads, 0, stream>>>(a);
-  BRISK_CUDA_CHECK_LAUNCH();
+  launch_pdl(embedding_kernel, blocks, kThreads, 0, stream, a);
 }
 
 void launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0 || a.dim == 0) return;
   const int64_t items = a.num_tokens * (a.vectorized ? a.dim / 8 : a.dim);
-  silu_mul_kernel<<<grid_for(items), kThreads, 0, stream>>>(a);
-  BRISK_CUDA_CHECK_LAUNCH();
+  launch_pdl(silu_mul_kernel, grid_for(items), kThreads, 0, stream, a);
 }
 
 void launch_bias(const BiasArgs& a, cudaStream_t stream) {

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -24,6 +25,8 @@ __device__ __forceinline__ float round_to(float value, FloatType type) {
 // which it wrote itself, so no barrier is needed for them) and writes the normalised output.
 // out may alias x: a thread reads x[i] before writing out[i] for the same i.
 __global__ void rms_norm_kernel(RmsNormArgs a) {
+  pdl_wait();
+  pdl_release();
   __shared__ float scratch[32];
   const bool has_residual = a.residual != nullptr;
   for (int64_t r = blockIdx.x; r < a.num_rows; r += gridDim.x) {
@@ -92,6 +95,8 @@ __device__ __forceinline__ float warp_sum(float value) {
 // qkv (rounded to its dtype) and, for k heads, to the cache (rounded once to the cache's dtype),
 // like the CPU op.
 __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
+  pdl_wait();
+  pdl_release();
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int num_warps = blockDim.x / 32;
@@ -165,16 +170,14 @@ __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
 void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {
   if (a.num_rows == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.num_rows, 1 << 20));
-  rms_norm_kernel<<<blocks, kNormThreads, 0, stream>>>(a);
-  BRISK_CUDA_CHECK_LAUNCH();
+  launch_pdl(rms_norm_kernel, blocks, kNormThreads, 0, stream, a);
 }
 
 void launch_rope_kv_append(const RopeKvAppendArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.num_tokens, 1 << 20));
   const unsigned head_groups = static_cast<unsigned>((a.num_heads + a.num_kv_heads + kRopeThreads / 32 - 1) / (kRopeThreads / 32));
-  rope_kv_append_kernel<<<dim3(blocks, head_groups), kRopeThreads, 0, stream>>>(a);
-  BRISK_CUDA_CHECK_LAUNCH();
+  launch_pdl(rope_kv_append_kernel, dim3(blocks, head_groups), kRopeThreads, 0, stream, a);
 }
 
 }  // namespace brisk::cuda

@@ -1,10 +1,17 @@
-// attention: paged causal GQA attention (kernels/attention_kernel.cuh). The ragged layout and the
-// block tables are read on the device; reads outside a sequence's block table or the cache give
-// zeros instead of the CPU reference's up-front errors (those would need a device-to-host copy).
-// max_query_len and max_context_len, when given, must be upper bounds: they size the grid.
+// attention: paged causal GQA attention. Decode batches (every sequence <= 8 new tokens, bf16 /
+// f16 KV, head_dim 64 / 128 / 256, power-of-two block size) go to the tensor-core decode kernel
+// (kernels/decode_attention/); everything else, prefill included, to the generic kernel
+// (kernels/attention_kernel.cuh). The ragged layout and the block tables are read on the device;
+// reads outside a sequence's block table or the cache give zeros instead of the CPU reference's
+// up-front errors (those would need a device-to-host copy). max_query_len and max_context_len,
+// when given, must be upper bounds: they size the grid. The launch shape depends on host-known
+// sizes only, so the op can be captured in a CUDA graph with max_context_len set to the model's
+// maximum.
+#include <bit>
 #include <limits>
 
 #include "backend/common/op_params.h"
+#include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
@@ -27,6 +34,57 @@ void check_views(const AttentionParams& p) {
               "most 65535", num_seqs);
   BRISK_CHECK(p.q.size(0) <= std::numeric_limits<int32_t>::max() / p.num_heads,
               "attention: q is {}: too many tokens", p.q.describe());
+}
+
+// The decode kernel's share of the support matrix (decode_attention.h); the rest goes generic.
+bool use_decode_kernel(const AttentionArgs& a) {
+  return a.max_query_len <= kDecodeMaxQueryLen && a.k_type == a.v_type &&
+         decode_attention_supports(a.k_type, a.head_dim) &&
+         std::has_single_bit(static_cast<unsigned>(a.block_size));
+}
+
+void decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
+  DecodeAttentionArgs a;
+  a.q = g.q;
+  a.q_stride = g.q_stride;
+  a.q_type = g.q_type;
+  a.k_cache = g.k_cache;
+  a.v_cache = g.v_cache;
+  a.kv_type = g.k_type;
+  a.block_tables = g.block_tables;
+  a.max_blocks_per_seq = g.max_blocks_per_seq;
+  a.num_cache_blocks = g.num_cache_blocks;
+  a.query_start = g.query_start;
+  a.context_lens = g.context_lens;
+  a.out = g.out;
+  a.out_stride = g.out_stride;
+  a.out_type = g.out_type;
+  a.out_vectorized = rows_vectorizable(p.out);
+  a.num_seqs = g.num_seqs;
+  a.num_tokens = g.num_tokens;
+  a.num_heads = g.num_heads;
+  a.num_kv_heads = g.num_kv_heads;
+  a.head_dim = g.head_dim;
+  a.block_size_log2 = std::countr_zero(static_cast<unsigned>(g.block_size));
+  a.scale = g.scale;
+  a.sliding_window = g.sliding_window;
+  a.num_row_chunks = decode_attention_row_chunks(g.num_heads / g.num_kv_heads, g.max_query_len);
+  BRISK_CHECK(int64_t{a.num_kv_heads} * a.num_row_chunks <= 65535,
+              "attention: {} kv heads x {} row chunks exceed the decode kernel's grid", a.num_kv_heads,
+              a.num_row_chunks);
+  a.max_context_len = g.max_context_len > 0 ? g.max_context_len : g.max_blocks_per_seq * g.block_size;
+  a.num_splits = decode_attention_num_splits(a, ctx.num_sms);
+  Tensor partial_acc, partial_ml;  // freed on return: reuse is stream-ordered after the kernels
+  if (a.num_splits > 1) {
+    const int64_t items = int64_t{a.num_splits} * a.num_tokens * a.num_heads;
+    partial_acc = Tensor(*ctx.allocator, DType::kF32, {items, a.head_dim});
+    partial_ml = Tensor(*ctx.allocator, DType::kF32, {items, 2});
+    a.partial_acc = partial_acc.data_as<float>();
+    a.partial_ml = partial_ml.data_as<float>();
+  }
+  BRISK_CHECK(launch_decode_attention(a, ctx.stream),
+              "attention: the decode kernel table has no entry for kv dtype {} and head_dim {}",
+              dtype_name(p.k_cache.dtype()), a.head_dim);
 }
 
 }  // namespace
@@ -60,6 +118,10 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
   a.max_query_len = p.max_query_len > 0 ? p.max_query_len : a.num_tokens;
   a.max_context_len = p.max_context_len;
   if (a.num_tokens == 0 || a.num_seqs == 0) return;
+  if (use_decode_kernel(a)) {
+    decode_attention(ctx, p, a);
+    return;
+  }
 
   a.num_splits = attention_num_splits(a, ctx.num_sms);
   Tensor partial_acc, partial_ml;  // freed on return: reuse is stream-ordered after the kernels

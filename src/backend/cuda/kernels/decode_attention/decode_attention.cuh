@@ -1,0 +1,461 @@
+// GQA-aware paged decode attention on tensor cores (mma.sync m16n8k16, bf16 / f16).
+//
+// Work split: one thread block per (key split, kv head x row chunk, sequence). Its 16 query rows
+// are (token, head) pairs of one sequence that share the kv head (group heads x up to 8 tokens,
+// 16 at a time), so each K/V tile is read from HBM once for all of them. Padding rows (a group
+// of 4 fills 4 of the 16) cost only tensor-core time, which is idle in this memory-bound kernel.
+//
+// Mainloop (kWarps warps): key tiles of 16 kWarps keys (K and V, 16-byte cp.async with zero
+// fill, rows XOR-swizzled for conflict-free ldmatrix) stream through a kStages-deep
+// shared-memory ring, so (kStages - 1) tiles per block, and (kStages - 1) x blocks per SM tiles
+// per SM, are in flight. Warp w takes keys [16 w, 16 w + 16) of each tile: S = Q K^T (16 x 16,
+// fp32 accumulators), causal / sliding-window mask per row, online softmax in log2 units, P
+// rounded to the KV dtype, O += P V (16 x head_dim, fp32). The block-table entries of a tile are
+// loaded one tile ahead, so issuing copies never waits on them; tiles start at multiples of the
+// tile size, so with block size 16 each warp's 16 keys are one contiguous 16 x head_dim block.
+//
+// Epilogue: the warps' (max, sum, O) merge through shared memory; with one split the block
+// writes normalised rows to out, else unnormalised fp32 partials + (max, sum) that
+// decode_attention_combine_kernel (decode_attention.cu) merges.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/kernels/decode_attention/decode_attention.h"
+#include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/runtime/cuda_check.h"
+
+namespace brisk::cuda::decode {
+
+constexpr int kKeysPerWarp = 16;
+static_assert(kDecodeRowsPerBlock == 16);
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Shared-memory plan and copy mapping of one kernel shape (decode_attention.h: DecodeKernelShape).
+template <int kHeadDim, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg>
+struct DecodeConfig {
+  static constexpr int kWarps = kWarpsArg;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kTileKeys = kWarps * kKeysPerWarp;  // keys per pipeline stage
+  static constexpr int kStages = kStagesArg;
+  static constexpr int kBlocksPerSm = kBlocksPerSmArg;
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per key row
+  static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;  // K (or V) of one stage
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kPipeBytes = kStages * kStageBytes;
+  static constexpr int kQBytes = kDecodeRowsPerBlock * kHeadDim * 2;
+  static constexpr int kReduceStride = kHeadDim + 4;  // floats; padding against bank conflicts
+  static constexpr int kReduceBytes = kWarps * kDecodeRowsPerBlock * kReduceStride * 4;
+  static constexpr int kRingBytes = kPipeBytes > kReduceBytes ? kPipeBytes : kReduceBytes;
+  static constexpr int kMlBytes = kWarps * kDecodeRowsPerBlock * 2 * 4;
+  static constexpr int kSharedBytes = kQBytes + kRingBytes + kMlBytes;
+  static constexpr int kLoadsPerThread = kTileKeys * kChunks / kThreads;  // per K (or V) tile
+  static constexpr int kKeyStep = kThreads / kChunks;  // keys between a thread's loads
+  static_assert(kThreads % kChunks == 0 && kLoadsPerThread * kKeyStep == kTileKeys);
+  static_assert(kStages >= 2);
+  static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
+};
+
+template <FloatType kType>
+struct KvTraits;
+template <>
+struct KvTraits<FloatType::kBF16> {
+  __device__ static uint32_t pack(float lo, float hi, float& lo_r, float& hi_r) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    lo_r = __low2float(v);
+    hi_r = __high2float(v);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <>
+struct KvTraits<FloatType::kF16> {
+  __device__ static uint32_t pack(float lo, float hi, float& lo_r, float& hi_r) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    lo_r = __low2float(v);
+    hi_r = __high2float(v);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared; src_bytes 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a [rows, kChunks] tile whose chunks are
+// XOR-swizzled by row % 8, so that the 8 rows one ldmatrix reads hit 8 different bank groups.
+template <int kChunks>
+__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
+  return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & 7))) * 16);
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xFFFFFFFFu, v, 1);
+  return v + __shfl_xor_sync(0xFFFFFFFFu, v, 2);
+}
+
+template <FloatType kKvType, int kHeadDim, typename Config>
+__global__ void __launch_bounds__(Config::kThreads, Config::kBlocksPerSm)
+decode_attention_kernel(const DecodeAttentionArgs a) {
+  constexpr int kWarps = Config::kWarps;
+  constexpr int kThreads = Config::kThreads;
+  constexpr int kTileKeys = Config::kTileKeys;
+  using Kv = KvTraits<kKvType>;
+  constexpr int kChunks = Config::kChunks;
+  constexpr int kStages = Config::kStages;
+  constexpr int kLoads = Config::kLoadsPerThread;
+  extern __shared__ __align__(128) uint8_t shared[];
+  uint8_t* q_s = shared;                                // [16, head_dim], swizzled
+  uint8_t* ring_s = shared + Config::kQBytes;           // kStages x {K tile, V tile}
+  float* ml_s = reinterpret_cast<float*>(ring_s + Config::kRingBytes);  // [warps, 16, 2]
+
+  // The combine kernel may be launched now (it waits for this grid's completion to read).
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int split = blockIdx.x;
+  const int chunk = blockIdx.y % a.num_row_chunks;
+  const int kv_head = blockIdx.y / a.num_row_chunks;
+  const int seq = blockIdx.z;
+  const int group = a.num_heads / a.num_kv_heads;
+
+  const int q_begin = a.query_start[seq];
+  const int q_len = a.query_start[seq + 1] - q_begin;
+  const int context_len = a.context_lens[seq];
+  const int row0 = chunk * kDecodeRowsPerBlock;
+  const int num_rows = min(kDecodeRowsPerBlock, group * q_len - row0);
+  if (num_rows <= 0) return;  // uniform over the block, before any barrier
+
+  // Keys the block's rows see: up to the last token's position, from the first token's window.
+  const int first_position = context_len - q_len + row0 / group;
+  const int last_position = context_len - q_len + (row0 + num_rows - 1) / group;
+  const int lowest_key = a.sliding_window > 0 ? max(0, first_position - a.sliding_window + 1) : 0;
+  const int key_end = max(0, last_position + 1);
+  const int key_base = lowest_key & ~(kTileKeys - 1);  // tiles align with cache blocks
+  const int num_all_tiles = key_end > key_base ? (key_end - key_base + kTileKeys - 1) / kTileKeys : 0;
+  // This split's equal share of the actual tiles (the grid was sized from host-known bounds).
+  const int tile_begin = static_cast<int>(int64_t{split} * num_all_tiles / a.num_splits);
+  const int num_tiles = static_cast<int>(int64_t{split + 1} * num_all_tiles / a.num_splits) - tile_begin;
+  const int split_key0 = key_base + tile_begin * kTileKeys;
+
+  // Copies: thread tid moves chunk tid % kChunks of keys tid / kChunks + i * kKeyStep.
+  const int load_chunk = tid % kChunks;
+  const int load_key0 = tid / kChunks;
+  const int block_mask = (1 << a.block_size_log2) - 1;
+  const int32_t* block_table = a.block_tables + int64_t{seq} * a.max_blocks_per_seq;
+  const char* k_cache = static_cast<const char*>(a.k_cache);
+  const char* v_cache = static_cast<const char*>(a.v_cache);
+  // Block ids of a tile's keys for this thread's copies (-1: no copy, zeros land instead).
+  auto fetch_ids = [&](int tile, int (&ids)[kLoads]) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int key = split_key0 + tile * kTileKeys + load_key0 + i * Config::kKeyStep;
+      const int block = key >> a.block_size_log2;
+      ids[i] = -1;
+      if (tile < num_tiles && key < key_end && block < a.max_blocks_per_seq) ids[i] = block_table[block];
+    }
+  };
+  auto issue = [&](int tile, const int (&ids)[kLoads]) {
+    if (tile >= num_tiles) return;
+    uint8_t* k_dst = ring_s + (tile % kStages) * Config::kStageBytes;
+    uint8_t* v_dst = k_dst + Config::kTileBytes;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int local = load_key0 + i * Config::kKeyStep;
+      const int key = split_key0 + tile * kTileKeys + local;
+      const int id = ids[i];
+      const bool valid = key < key_end && id >= 0 && id < a.num_cache_blocks;
+      const int64_t element =
+          valid ? (((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)) *
+                          kHeadDim + load_chunk * 8
+                : 0;
+      const uint32_t dst = swizzled<kChunks>(local, load_chunk);
+      cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
+      cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
+    }
+  };
+
+  // Pipeline fill first (the ids of all its tiles in flight together), then q meanwhile.
+  {
+    int fill_ids[kStages - 1][kLoads];
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) fetch_ids(s, fill_ids[s]);
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      issue(s, fill_ids[s]);
+      cp_async_commit();
+    }
+  }
+  int table_ids[kLoads];  // ids of the next tile to issue, loaded one tile ahead
+  fetch_ids(kStages - 1, table_ids);
+
+  // q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
+  for (int e = tid; e < kDecodeRowsPerBlock * kChunks; e += kThreads) {
+    const int r = e / kChunks;
+    const int c = e % kChunks;
+    uint32_t words[4] = {0, 0, 0, 0};
+    if (r < num_rows) {
+      const int64_t token = q_begin + (row0 + r) / group;
+      const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+      const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float lo = load_one(a.q, a.q_type, base + 2 * j);
+        const float hi = load_one(a.q, a.q_type, base + 2 * j + 1);
+        words[j] = float_to_bits(lo, kKvType) | (uint32_t{float_to_bits(hi, kKvType)} << 16);
+      }
+    }
+    *reinterpret_cast<uint4*>(q_s + swizzled<kChunks>(r, c)) =
+        make_uint4(words[0], words[1], words[2], words[3]);
+  }
+
+  // This thread's two rows of the mma layout: g and g + 8 (g = lane / 4).
+  const int g = lane / 4;
+  const int t4 = lane % 4;
+  int row_hi[2], row_lo[2];  // visible keys [row_lo, row_hi]; empty for padding rows
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = g + 8 * h;
+    row_hi[h] = -1;
+    row_lo[h] = 0;
+    if (r < num_rows) {
+      row_hi[h] = context_len - q_len + (row0 + r) / group;
+      row_lo[h] = a.sliding_window > 0 ? row_hi[h] - a.sliding_window + 1 : 0;
+    }
+  }
+  const float scale_log2 = a.scale * kLog2e;
+
+  float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores (log2 units)
+  float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
+  float acc[kHeadDim / 8][4];
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+
+  __syncthreads();  // q_s is written
+  // A fragments of q for k-step kk (16 head dims). Kept in registers up to head_dim 128; at 256
+  // they would push O's 128 accumulators into spills, so they are re-read from q_s per tile.
+  auto load_q_frag = [&](uint32_t (&frag)[4], int kk) {
+    const int matrix = lane / 8;
+    ldmatrix_x4(frag, shared_address(q_s) +
+                          swizzled<kChunks>((matrix & 1) * 8 + lane % 8, kk * 2 + (matrix >> 1)));
+  };
+  constexpr bool kQInRegisters = kHeadDim <= 128;
+  uint32_t q_frag[kQInRegisters ? kHeadDim / 16 : 1][4];
+  if constexpr (kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) load_q_frag(q_frag[kk], kk);
+  }
+
+  for (int t = 0; t < num_tiles; ++t) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
+    issue(t + kStages - 1, table_ids);
+    cp_async_commit();
+    fetch_ids(t + kStages, table_ids);
+
+    const int warp_key0 = split_key0 + t * kTileKeys + warp * kKeysPerWarp;
+    if (warp_key0 > last_position || warp_key0 + kKeysPerWarp - 1 < lowest_key) continue;
+    const uint8_t* k_tile = ring_s + (t % kStages) * Config::kStageBytes;
+    const uint32_t k_base = shared_address(k_tile);
+    const uint32_t v_base = k_base + Config::kTileBytes;
+    const int matrix = lane / 8;
+
+    // S = Q K^T for the warp's 16 keys: n-tile 0 = keys 0-7, n-tile 1 = keys 8-15.
+    float s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t qa[4];
+      if constexpr (kQInRegisters) {
+        qa[0] = q_frag[kk][0];
+        qa[1] = q_frag[kk][1];
+        qa[2] = q_frag[kk][2];
+        qa[3] = q_frag[kk][3];
+      } else {
+        load_q_frag(qa, kk);
+      }
+      uint32_t b[4];
+      ldmatrix_x4(b, k_base + swizzled<kChunks>(warp * kKeysPerWarp + (matrix >> 1) * 8 + lane % 8,
+                                                kk * 2 + (matrix & 1)));
+      Kv::mma(s[0], qa, b[0], b[1]);
+      Kv::mma(s[1], qa, b[2], b[3]);
+    }
+
+    // Mask, online softmax (log2 units), P in the KV dtype as the A operand of P V.
+    uint32_t p_frag[4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float x[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = warp_key0 + (e >> 1) * 8 + 2 * t4 + (e & 1);
+        const bool visible = key <= row_hi[h] && key >= row_lo[h];
+        x[e] = visible ? s[e >> 1][2 * h + (e & 1)] * scale_log2 : -INFINITY;
+      }
+      const float tile_max = quad_max(fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3])));
+      const float m_new = fmaxf(m[h], tile_max);
+      const float base = m_new == -INFINITY ? 0.0f : m_new;
+      const float alpha = exp2f(m[h] - base);  // 0 while nothing was visible
+      m[h] = m_new;
+      float p[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[e] = exp2f(x[e] - base);
+      // a0/a2: row g, keys 2 t4 (+8); a1/a3: row g + 8. Sums use the rounded weights.
+      float r0, r1, r2, r3;
+      p_frag[h] = Kv::pack(p[0], p[1], r0, r1);
+      p_frag[h + 2] = Kv::pack(p[2], p[3], r2, r3);
+      l[h] = l[h] * alpha + ((r0 + r1) + (r2 + r3));
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n) {
+        acc[n][2 * h] *= alpha;
+        acc[n][2 * h + 1] *= alpha;
+      }
+    }
+
+    // O += P V: V rows are keys (k), columns head dims (n), read transposed.
+#pragma unroll
+    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, v_base + swizzled<kChunks>(warp * kKeysPerWarp + (matrix & 1) * 8 + lane % 8,
+                                                      dn * 2 + (matrix >> 1)));
+      Kv::mma(acc[2 * dn], p_frag, b[0], b[1]);
+      Kv::mma(acc[2 * dn + 1], p_frag, b[2], b[3]);
+    }
+  }
+
+  // Merge the warps: per-row (max, sum) first, then the rescaled O sums through shared memory.
+  cp_async_wait<0>();
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] = quad_sum(l[h]);
+    if (t4 == 0) {
+      ml_s[(warp * kDecodeRowsPerBlock + g + 8 * h) * 2] = m[h];
+      ml_s[(warp * kDecodeRowsPerBlock + g + 8 * h) * 2 + 1] = l[h];
+    }
+  }
+  __syncthreads();  // ml_s written; every warp is done with the ring, reused below
+  float* reduce_s = reinterpret_cast<float*>(ring_s);  // [warps, 16, kReduceStride]
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = g + 8 * h;
+    float row_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) row_max = fmaxf(row_max, ml_s[(w * kDecodeRowsPerBlock + r) * 2]);
+    const float factor = row_max == -INFINITY ? 0.0f : exp2f(m[h] - row_max);
+    float* dst = reduce_s + (warp * kDecodeRowsPerBlock + r) * Config::kReduceStride + 2 * t4;
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n)
+      *reinterpret_cast<float2*>(dst + n * 8) = make_float2(acc[n][2 * h] * factor, acc[n][2 * h + 1] * factor);
+  }
+  __syncthreads();
+
+  for (int e = tid; e < kDecodeRowsPerBlock * kChunks; e += kThreads) {
+    const int r = e / kChunks;
+    const int c = e % kChunks;
+    if (r >= num_rows) break;  // rows are in order: the rest are padding too
+    float row_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) row_max = fmaxf(row_max, ml_s[(w * kDecodeRowsPerBlock + r) * 2]);
+    float row_sum = 0.0f;
+    if (row_max != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float mw = ml_s[(w * kDecodeRowsPerBlock + r) * 2];
+        if (mw != -INFINITY) row_sum += ml_s[(w * kDecodeRowsPerBlock + r) * 2 + 1] * exp2f(mw - row_max);
+      }
+    }
+    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float4* src = reinterpret_cast<const float4*>(
+          reduce_s + (w * kDecodeRowsPerBlock + r) * Config::kReduceStride + c * 8);
+      const float4 x0 = src[0];
+      const float4 x1 = src[1];
+      v[0] += x0.x; v[1] += x0.y; v[2] += x0.z; v[3] += x0.w;
+      v[4] += x1.x; v[5] += x1.y; v[6] += x1.z; v[7] += x1.w;
+    }
+    const int64_t token = q_begin + (row0 + r) / group;
+    const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+    if (a.num_splits == 1) {
+      const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] *= inv_sum;
+      const int64_t index = token * a.out_stride + head * kHeadDim + c * 8;
+      if (a.out_vectorized) {
+        store8(a.out, a.out_type, index, v);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) store_one(a.out, a.out_type, index + j, v[j]);
+      }
+    } else {
+      const int64_t item = (int64_t{split} * a.num_tokens + token) * a.num_heads + head;
+      float4* dst = reinterpret_cast<float4*>(a.partial_acc + item * kHeadDim + c * 8);
+      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      if (c == 0) {
+        a.partial_ml[item * 2] = row_max;
+        a.partial_ml[item * 2 + 1] = row_sum;
+      }
+    }
+  }
+}
+
+template <FloatType kKvType, int kHeadDim, int kWarps, int kStages, int kBlocksPerSm>
+void launch_decode_attention_instance(const DecodeAttentionArgs& a, cudaStream_t stream) {
+  using Config = DecodeConfig<kHeadDim, kWarps, kStages, kBlocksPerSm>;
+  constexpr auto kernel = decode_attention_kernel<kKvType, kHeadDim, Config>;
+  static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
+  if (!shared_limit_raised) {
+    BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          Config::kSharedBytes));
+    shared_limit_raised = true;
+  }
+  const dim3 grid(a.num_splits, a.num_kv_heads * a.num_row_chunks, a.num_seqs);
+  kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace brisk::cuda::decode

@@ -1,0 +1,84 @@
+// Decode attention over the paged KV cache: the kernel the attention op uses when every sequence
+// has at most kDecodeMaxQueryLen new tokens (decode, and speculative-decoding verification).
+// Host-side view of the kernel family (no CUDA device code, no fmt): the argument struct, the
+// declared support matrix, the split-KV cost model and the launcher. See decode_attention.cuh.
+//
+// Support matrix (the dispatch table in decode_attention.cu is built from it):
+//   KV dtype  bf16, f16 (q and out: any float dtype, converted on load / store)
+//   head_dim  64, 128, 256
+//   group     any num_heads / num_kv_heads (rows of group * query tokens go 16 to a block)
+//   block     any power-of-two block size
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/kernels/launch.h"
+
+namespace brisk::cuda {
+
+constexpr int kDecodeMaxQueryLen = 8;
+constexpr int kDecodeRowsPerBlock = 16;  // query rows (token x head) one thread block serves
+constexpr int kDecodeMaxSplits = 128;
+
+// The shape of one kernel instance: warps per thread block (each takes 16 keys of every key
+// tile, so a tile holds 16 * warps keys), shared-memory pipeline stages, and the thread blocks
+// that fit on one SM (shared memory bound). The split-KV cost model reads it.
+struct DecodeKernelShape {
+  int warps = 4;
+  int stages = 3;
+  int blocks_per_sm = 2;
+  constexpr int tile_keys() const { return warps * 16; }
+};
+
+struct DecodeAttentionArgs {
+  const void* q = nullptr;  // [num_tokens, num_heads * head_dim] rows of q_stride elements
+  int64_t q_stride = 0;
+  FloatType q_type = FloatType::kBF16;
+  const void* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
+  const void* v_cache = nullptr;
+  FloatType kv_type = FloatType::kBF16;
+  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
+  int64_t max_blocks_per_seq = 0;
+  int64_t num_cache_blocks = 0;  // block ids outside [0, num_cache_blocks) read as zeros
+  const int32_t* query_start = nullptr;   // [num_seqs + 1]
+  const int32_t* context_lens = nullptr;  // [num_seqs]
+  void* out = nullptr;  // [num_tokens, num_heads * head_dim] rows of out_stride elements
+  int64_t out_stride = 0;
+  FloatType out_type = FloatType::kBF16;
+  bool out_vectorized = false;  // out rows 16-byte aligned: 8 elements per store
+  int num_seqs = 0;
+  int num_tokens = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int block_size_log2 = 4;
+  float scale = 1.0f;
+  int sliding_window = 0;
+  // Launch shape, from host-known sizes only (CUDA-graph safe): the context bound (an upper
+  // bound of every context_lens; it picks the kernel shape and sizes the splits), row chunks of
+  // 16 (token, head) rows per kv head, and key splits; each split covers an equal share of the
+  // actual context, which the kernel reads on the device.
+  int64_t max_context_len = 0;
+  int num_row_chunks = 1;
+  int num_splits = 1;
+  float* partial_acc = nullptr;  // [num_splits, num_tokens, num_heads, head_dim] when split
+  float* partial_ml = nullptr;   // [num_splits, num_tokens, num_heads, 2]: max (log2 units), sum
+};
+
+// Whether the table has a kernel for this KV dtype and head dim.
+bool decode_attention_supports(FloatType kv_type, int head_dim);
+// The shape of the kernel the table picks for the key and the context bound (some keys have a
+// shape for short contexts: more, smaller blocks hide their start-up better).
+DecodeKernelShape decode_attention_shape(FloatType kv_type, int head_dim, int64_t max_context_len);
+// ceil(group * max_query_len / 16).
+int decode_attention_row_chunks(int group, int max_query_len);
+// The split-KV cost model: from the grid without splits, the kernel's shape, the SM count and
+// the context bound (a.max_context_len).
+int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);
+// Launches the attention kernel and, with num_splits > 1, the combine kernel. Returns false,
+// launching nothing, when the table has no kernel for (kv_type, head_dim): the caller reports it.
+bool launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream);
+
+}  // namespace brisk::cuda

@@ -1,0 +1,154 @@
+// Shared pieces of the attention parity tests (attention_parity_test.cc: the op as a whole,
+// decode_attention_parity_test.cc: the decode kernel): ragged batches over a shuffled paged cache,
+// the CPU reference, and the tolerances of each CUDA kernel.
+//
+// Tolerances. Inputs are uniform in [-1, 1], so outputs are convex combinations of v rows in
+// [-1, 1]. Both kernels differ from the CPU by fp32 summation order, exp2 vs exp and one rounding
+// of the output: |cuda - cpu| <= atol + rtol * |cpu|, rtol bf16 1/128, f16 1/1024.
+//  - generic kernel (prefill; fp32 scores and weights): atol 1e-4.
+//  - decode kernel (tensor cores): the softmax weights p are rounded to the KV dtype (half an ulp,
+//    u = 2^-9 bf16, 2^-12 f16) before P V, and the row sums add the rounded weights, so the output
+//    stays a convex combination whose weights moved by at most u relative: |error| <= u *
+//    max|v - out| <= 2u. atol = 2u (bf16 2^-8, f16 2^-11). That bound is loose for long contexts
+//    (errors average out), so decode cases also check the relative L2 error of the whole output,
+//    ||cuda - cpu|| / ||cpu||: rounding p and the output give about 0.16% (bf16) and 0.02% (f16);
+//    the limits are 0.4% and 0.05%. Dropping one key of 4096 moves it by about 1.6%.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops_test_util.h"
+
+namespace brisk::testing {
+
+struct Seq {
+  int q_len, context_len;
+};
+
+struct AttentionCase {
+  int num_heads, num_kv_heads, head_dim, block_size, sliding_window;
+  std::vector<Seq> seqs;
+  bool hints = true;         // pass max_query_len / max_context_len
+  int max_context_hint = 0;  // > 0: pass this bound instead of the true maximum (graph capture)
+};
+
+// Host inputs of one case: q is a strided slice of a wider qkv-like tensor, blocks are shuffled.
+struct AttentionInputs {
+  Tensor qkv, k_cache, v_cache, block_tables, query_start, context_lens;
+  int64_t num_tokens = 0;
+  int max_query = 0, max_context = 0;
+};
+
+inline AttentionInputs make_attention_inputs(DType dtype, const AttentionCase& c, std::mt19937& rng) {
+  AttentionInputs in;
+  int max_blocks = 0, total_blocks = 0;
+  std::vector<int32_t> starts{0}, lens;
+  for (const Seq& s : c.seqs) {
+    in.num_tokens += s.q_len;
+    starts.push_back(static_cast<int32_t>(in.num_tokens));
+    lens.push_back(s.context_len);
+    const int blocks = (s.context_len + c.block_size - 1) / c.block_size;
+    max_blocks = std::max(max_blocks, blocks + 1);  // one spare column: tables may be wider
+    total_blocks += blocks;
+    in.max_query = std::max(in.max_query, s.q_len);
+    in.max_context = std::max(in.max_context, s.context_len);
+  }
+  const int num_cache_blocks = total_blocks + 3;
+  std::vector<int32_t> ids(num_cache_blocks);
+  for (int i = 0; i < num_cache_blocks; ++i) ids[i] = i;
+  std::shuffle(ids.begin(), ids.end(), rng);
+  std::vector<int32_t> tables(c.seqs.size() * max_blocks, 0);
+  int next = 0;
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const int blocks = (c.seqs[s].context_len + c.block_size - 1) / c.block_size;
+    for (int b = 0; b < blocks; ++b) tables[s * max_blocks + b] = ids[next++];
+  }
+  const int64_t width = int64_t{c.num_heads + 2 * c.num_kv_heads} * c.head_dim;
+  in.qkv = random_tensor(dtype, {in.num_tokens, width}, rng);
+  const Shape cache_shape{num_cache_blocks, c.num_kv_heads, c.block_size, c.head_dim};
+  in.k_cache = random_tensor(dtype, cache_shape, rng);
+  in.v_cache = random_tensor(dtype, cache_shape, rng);
+  in.block_tables = make_i32({static_cast<int64_t>(c.seqs.size()), max_blocks}, tables);
+  in.query_start = make_i32({static_cast<int64_t>(starts.size())}, starts);
+  in.context_lens = make_i32({static_cast<int64_t>(lens.size())}, lens);
+  return in;
+}
+
+inline AttentionParams make_attention_params(const AttentionCase& c, const AttentionInputs& in,
+                                             TensorView qkv, TensorView k, TensorView v,
+                                             TensorView tables, TensorView starts, TensorView lens,
+                                             TensorView out) {
+  AttentionParams p;
+  p.q = qkv.slice(1, 0, int64_t{c.num_heads} * c.head_dim);
+  p.k_cache = k;
+  p.v_cache = v;
+  p.block_tables = tables;
+  p.query_start = starts;
+  p.context_lens = lens;
+  p.out = out;
+  p.num_heads = c.num_heads;
+  p.num_kv_heads = c.num_kv_heads;
+  p.head_dim = c.head_dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  p.sliding_window = c.sliding_window;
+  p.max_query_len = c.hints ? in.max_query : 0;
+  p.max_context_len = c.hints ? (c.max_context_hint > 0 ? c.max_context_hint : in.max_context) : 0;
+  return p;
+}
+
+// Whether the CUDA op runs the case on the decode kernel (ops/attention.cc: use_decode_kernel).
+inline bool uses_decode_kernel(const AttentionCase& c, int64_t num_tokens, int max_query) {
+  const int64_t bound = c.hints ? max_query : num_tokens;
+  return bound <= 8 && (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
+         std::has_single_bit(static_cast<unsigned>(c.block_size));
+}
+
+inline std::string describe(DType dtype, const AttentionCase& c) {
+  std::string what = "attention " + dtype_str(dtype) + " heads " + std::to_string(c.num_heads) + "/" +
+                     std::to_string(c.num_kv_heads) + " hd " + std::to_string(c.head_dim) + " bs " +
+                     std::to_string(c.block_size) + " window " + std::to_string(c.sliding_window) +
+                     " seqs";
+  for (const Seq& s : c.seqs) what += " (" + std::to_string(s.q_len) + "/" + std::to_string(s.context_len) + ")";
+  if (c.max_context_hint > 0) what += " context hint " + std::to_string(c.max_context_hint);
+  return what;
+}
+
+// Runs the case on both backends (the CUDA output poisoned first) and compares (see the top).
+inline void check_attention(DType dtype, const AttentionCase& c, unsigned seed) {
+  std::mt19937 rng(seed);
+  AttentionInputs in = make_attention_inputs(dtype, c, rng);
+  const Shape out_shape{in.num_tokens, int64_t{c.num_heads} * c.head_dim};
+  Tensor expected = zeros(DType::kF32, out_shape);
+  cpu_backend().attention(make_attention_params(c, in, in.qkv, in.k_cache, in.v_cache,
+                                                in.block_tables, in.query_start, in.context_lens,
+                                                expected));
+  Tensor qkv_d = to_device(in.qkv), k_d = to_device(in.k_cache), v_d = to_device(in.v_cache);
+  Tensor tables_d = to_device(in.block_tables), starts_d = to_device(in.query_start);
+  Tensor lens_d = to_device(in.context_lens);
+  Tensor out_d = to_device(make_tensor(dtype, out_shape, std::vector<double>(out_shape.num_elements(), NAN)));
+  cuda_backend().attention(make_attention_params(c, in, qkv_d, k_d, v_d, tables_d, starts_d, lens_d, out_d));
+  const std::string what = describe(dtype, c);
+  const std::vector<double> actual = host_doubles(out_d);
+  const std::vector<double> reference = to_doubles(expected);
+  if (!uses_decode_kernel(c, in.num_tokens, in.max_query)) {
+    expect_close(actual, reference, 1e-4, output_rtol(dtype), what);
+    return;
+  }
+  const double u = dtype == DType::kBF16 ? 1.0 / 512 : 1.0 / 4096;
+  expect_close(actual, reference, 2 * u, output_rtol(dtype), what + " [decode kernel]");
+  double error = 0, norm = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    error += (actual[i] - reference[i]) * (actual[i] - reference[i]);
+    norm += reference[i] * reference[i];
+  }
+  const double relative = std::sqrt(error / std::max(norm, 1e-30));
+  EXPECT_LE(relative, dtype == DType::kBF16 ? 4e-3 : 5e-4) << what << " [decode kernel]: relative L2 error";
+}
+
+}  // namespace brisk::testing
