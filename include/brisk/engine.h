@@ -87,6 +87,9 @@ struct RequestEvent {
                                         // on kFinished: text held back until the end
   FinishReason finish_reason = FinishReason::kStop;
   std::string error;                    // for kError: what is wrong
+  // For kError: the request was refused at admission (its parameters or length are at fault);
+  // this single event ends all of its samples. Otherwise the engine failed while running it.
+  bool rejected = false;
   int64_t num_prompt_tokens = 0;        // on kFinished
   int64_t num_cached_prompt_tokens = 0; // on kFinished: prompt tokens served by the prefix cache
   std::chrono::steady_clock::time_point time;  // when the engine produced the event

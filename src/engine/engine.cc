@@ -84,6 +84,7 @@ class EngineImpl final : public Engine {
   void loop();
   void step();
   void refresh_stats();
+  // Takes the submitted requests (and the cancels, see there) and admits them.
   void admit_new_requests();
   void apply_cancellations();
   // Validation at admission; an empty string means the request is fine.
@@ -115,6 +116,7 @@ class EngineImpl final : public Engine {
 
   // Engine thread only. Keyed by request id; the n samples of a request share it.
   std::unordered_multimap<uint64_t, std::unique_ptr<Request>> requests_;
+  std::vector<uint64_t> pending_cancels_;  // taken from cancels_ together with incoming_
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::thread thread_;
 };
@@ -265,12 +267,18 @@ std::string EngineImpl::check_request(const Request& r) const {
 void EngineImpl::admit_new_requests() {
   std::vector<std::unique_ptr<Request>> incoming;
   {
+    // Cancels are taken in the same critical section: a cancel that follows its submit is then
+    // never applied before the request is admitted (it would find nothing and be lost).
     std::lock_guard<std::mutex> lock(mutex_);
     incoming.swap(incoming_);
+    pending_cancels_.insert(pending_cancels_.end(), cancels_.begin(), cancels_.end());
+    cancels_.clear();
   }
   for (auto& r : incoming) {
     if (std::string error = check_request(*r); !error.empty()) {
-      r->stream->push(finished_event(FinishReason::kError, error, static_cast<int64_t>(r->prompt.size())));
+      RequestEvent event = finished_event(FinishReason::kError, error, static_cast<int64_t>(r->prompt.size()));
+      event.rejected = true;
+      r->stream->push(std::move(event));
       continue;
     }
     const SamplingParams& s = r->params;
@@ -306,10 +314,7 @@ void EngineImpl::admit_new_requests() {
 
 void EngineImpl::apply_cancellations() {
   std::vector<uint64_t> cancels;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    cancels.swap(cancels_);
-  }
+  cancels.swap(pending_cancels_);
   for (uint64_t id : cancels) {
     for (auto it = requests_.find(id); it != requests_.end(); it = requests_.find(id))
       finish(*it->second, FinishReason::kCancelled);

@@ -84,13 +84,11 @@ void Generation::apply(const InboxEvent& inbox_event, std::vector<ChoiceDelta>& 
   }
   if (e.finish_reason == FinishReason::kError && !error_) {
     error_ = e.error;
-    error_before_output_ = !produced_output_;
+    error_rejected_ = e.rejected;
   }
   if (e.index == 0) usage_.cached_prompt_tokens += e.num_cached_prompt_tokens;
   // A request rejected at admission ends all of its samples with one event.
-  const bool rejected = e.finish_reason == FinishReason::kError &&
-                        std::none_of(choices_.begin() + first_choice, choices_.begin() + first_choice + num_samples_,
-                                     [](const ChoiceOutput& c) { return !c.tokens.empty(); });
+  const bool rejected = e.finish_reason == FinishReason::kError && e.rejected;
   const int64_t end = rejected ? first_choice + num_samples_ : index + 1;
   for (int64_t i = rejected ? first_choice : index; i < end; ++i) {
     ChoiceDelta& d = new_delta(deltas, i, choices_[i]);

@@ -41,10 +41,10 @@ class Generation {
 
   const std::vector<ChoiceOutput>& choices() const { return choices_; }
   Usage usage() const { return usage_; }
-  // The first engine error, if any; `before_output`: no token had been produced yet (the
-  // request was rejected, a client error).
+  // The first engine error, if any; `rejected`: the engine refused the request at admission
+  // (a client error) rather than failing while running it.
   const std::optional<std::string>& error() const { return error_; }
-  bool error_before_output() const { return error_before_output_; }
+  bool error_rejected() const { return error_rejected_; }
 
   // Ends every sample still running (kCancelled arrives later and is ignored).
   void cancel();
@@ -65,7 +65,7 @@ class Generation {
   int64_t num_unfinished_ = 0;
   bool produced_output_ = false;
   std::optional<std::string> error_;
-  bool error_before_output_ = false;
+  bool error_rejected_ = false;
 };
 
 }  // namespace brisk::server

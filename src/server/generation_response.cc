@@ -6,8 +6,7 @@ namespace {
 namespace asio = boost::asio;
 
 ApiError engine_error(const Generation& g) {
-  // Rejected before any output: the request was at fault (the engine validates at admission).
-  if (g.error_before_output()) return ApiError(400, "invalid_request_error", "", "", *g.error());
+  if (g.error_rejected()) return ApiError(400, "invalid_request_error", "", "", *g.error());
   return ApiError(500, "internal_server_error", "", "", *g.error());
 }
 
@@ -47,7 +46,7 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
     if (!deltas) co_return;
     std::string text;
     if (!started) {
-      if (g.error() && g.error_before_output()) co_return co_await exchange.respond_error(engine_error(g));
+      if (g.error()) co_return co_await exchange.respond_error(engine_error(g));  // nothing sent yet
       started = true;
       if (!co_await exchange.start_events()) co_return;
       text = opening_events(shape, g.choices().size());

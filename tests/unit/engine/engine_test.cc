@@ -300,5 +300,32 @@ TEST(Engine, RepetitionPenaltyReachesTheSampler) {
   EXPECT_GT(num_repeats(testing::run_request(*engine, greedy(c.prompt, 150)).tokens), 0);  // unpenalised
 }
 
+TEST(Engine, CancelRightAfterSubmitIsNeverLost) {
+  // Submit and cancel back to back, many times: each request must end cancelled (or finish) at
+  // once, never run to its 200-token length after the cancel.
+  auto engine = Engine::create(options_with(256, 2048, true));
+  for (int i = 0; i < 200; ++i) {
+    auto stream = engine->submit(greedy({1, 2, 3}, 200));
+    engine->cancel(stream->id());
+    auto result = testing::collect(*stream);
+    ASSERT_EQ(result.finish_reason, FinishReason::kCancelled) << "round " << i;
+    EXPECT_LT(result.tokens.size(), 200u);
+  }
+}
+
+TEST(Engine, AdmissionErrorsAreMarkedRejected) {
+  auto engine = Engine::create(options_with(64, 2048, true));
+  GenerationRequest r = greedy({1, 2, 3}, 4);
+  r.sampling.n = 3;
+  r.sampling.top_p = 0.0f;
+  auto stream = engine->submit(r);
+  auto event = stream->next(std::chrono::seconds(10));
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->kind, RequestEvent::Kind::kFinished);
+  EXPECT_EQ(event->finish_reason, FinishReason::kError);
+  EXPECT_TRUE(event->rejected);
+  EXPECT_FALSE(stream->next(std::chrono::milliseconds(20)).has_value());  // one event ends all samples
+}
+
 }  // namespace
 }  // namespace brisk
