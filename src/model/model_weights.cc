@@ -364,6 +364,39 @@ TensorView dummy(Backend& backend, ModelWeights& out, DType dtype, Shape shape, 
   return out.owned.back().view();
 }
 
+// A random linear layer: dense, or int4 (random codes, zero point 8, one scale for all groups
+// giving the dense layer's std) when the config says the model is quantized.
+LinearWeight dummy_linear(Backend& backend, ModelWeights& out, const ModelConfig& c, int64_t n, int64_t k,
+                          float std, uint64_t& rng) {
+  LinearWeight w;
+  if (c.quantization.method == QuantMethod::kNone) {
+    w.dense = dummy(backend, out, c.dtype, {n, k}, std, rng);
+    return w;
+  }
+  const int64_t group = c.quantization.group_size > 0 ? c.quantization.group_size : k;
+  BRISK_CHECK(k % group == 0 && k % 16 == 0,
+              "dummy weights: in_features {} must be a multiple of 16 and of the group size {}", k, group);
+  Tensor qweight(cpu_allocator(), DType::kI4, {n, k});
+  const uint64_t tensor_seed = splitmix64(rng);
+  uint64_t* words = static_cast<uint64_t*>(qweight.view().data());  // n * k / 2 bytes
+  parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      uint64_t state = tensor_seed ^ (static_cast<uint64_t>(r) * 0xd1342543de82ef95ull);
+      for (int64_t i = 0; i < k / 16; ++i) words[r * (k / 16) + i] = splitmix64(state);
+    }
+  });
+  Tensor scales(cpu_allocator(), DType::kF16, {n, k / group});
+  for (int64_t i = 0; i < scales.view().num_elements(); ++i) store_float(scales, i, std / 4.6f);  // std of q - 8
+  w.group_size = static_cast<int>(group);
+  w.qweight = to_backend(backend, qweight, out.owned);
+  w.scales = to_backend(backend, scales, out.owned);
+  if (backend.shares_host_memory()) {
+    out.owned.push_back(std::move(qweight));
+    out.owned.push_back(std::move(scales));
+  }
+  return w;
+}
+
 }  // namespace
 
 ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t seed) {
@@ -379,15 +412,15 @@ ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t
     LayerWeights l;
     l.input_norm = dummy(backend, w, dt, {hidden}, 0.0f, rng);
     l.post_norm = dummy(backend, w, dt, {hidden}, 0.0f, rng);
-    l.qkv.dense = dummy(backend, w, dt, {qkv_rows(c), hidden}, std, rng);
+    l.qkv = dummy_linear(backend, w, c, qkv_rows(c), hidden, std, rng);
     if (c.attention_bias) l.qkv_bias = dummy(backend, w, dt, {qkv_rows(c)}, std, rng);
     if (c.qk_norm) {
       l.q_norm = dummy(backend, w, dt, {c.head_dim}, 0.0f, rng);
       l.k_norm = dummy(backend, w, dt, {c.head_dim}, 0.0f, rng);
     }
-    l.o_proj.dense = dummy(backend, w, dt, {hidden, c.num_heads * c.head_dim}, std, rng);
-    l.gate_up.dense = dummy(backend, w, dt, {2 * c.intermediate_size, hidden}, std, rng);
-    l.down.dense = dummy(backend, w, dt, {hidden, c.intermediate_size}, std, rng);
+    l.o_proj = dummy_linear(backend, w, c, hidden, c.num_heads * c.head_dim, std, rng);
+    l.gate_up = dummy_linear(backend, w, c, 2 * c.intermediate_size, hidden, std, rng);
+    l.down = dummy_linear(backend, w, c, hidden, c.intermediate_size, std, rng);
     w.layers.push_back(l);
   }
   return w;

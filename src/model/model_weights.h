@@ -70,7 +70,8 @@ ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path
 std::vector<std::string> linear_module_names(const ModelConfig& config);
 
 // Random weights of the right shapes (std 0.02 normal-like; norms 1), for benchmarks of shapes
-// without a checkpoint. Deterministic for a seed.
+// without a checkpoint; int4 linear layers when the config has a quantization_config.
+// Deterministic for a seed.
 ModelWeights make_dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0);
 
 }  // namespace brisk

@@ -81,6 +81,14 @@ TEST(Cli, DummyWeightsNeedOnlyConfig) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"].size(), 4u);
 }
 
+TEST(Cli, DummyWeightsOfAQuantizedConfigAreInt4) {
+  fs::path dir = testing::make_temp_dir("brisk-dummy-awq");
+  fs::copy_file(model_dir("llama-gqa4-hd64-tied-awq-g32") / "config.json", dir / "config.json");
+  RunResult r = run_brisk("generate --model " + dir.string() + " --dummy-weights --prompt-ids 1,2,3 --max-tokens 4 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"].size(), 4u);
+}
+
 struct BadCase {
   std::string args;
   std::string message;  // a substring the error must contain

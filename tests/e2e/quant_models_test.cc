@@ -132,6 +132,20 @@ TEST(QuantModel, QuantizedQwenFoldersRun) {
   }
 }
 
+TEST(QuantModel, DummyWeightsFollowTheQuantizationConfig) {
+  auto backend = make_cpu_backend();
+  ModelConfig config = ModelConfig::from_file(testing::test_data_dir() / "models" / "llama-gqa4-hd64-tied-awq-g32" /
+                                              "config.json");
+  ModelWeights int4 = make_dummy_weights(config, *backend, 1);
+  EXPECT_TRUE(int4.layers[0].down.quantized());
+  EXPECT_EQ(int4.layers[0].down.group_size, 32);
+  EXPECT_EQ(int4.layers[0].gate_up.scales.shape(), Shape({2 * config.intermediate_size, config.hidden_size / 32}));
+  config.quantization = {};
+  ModelWeights dense = make_dummy_weights(config, *backend, 1);
+  EXPECT_FALSE(dense.layers[0].down.quantized());
+  EXPECT_LT(int4.num_bytes(), dense.num_bytes());
+}
+
 TEST(QuantModel, MixedFusedLayersAreRejected) {
   // A checkpoint whose q_proj is int4 but k_proj dense cannot be fused into one qkv layer.
   const fs::path src = testing::test_data_dir() / "models" / "llama-gqa4-hd64-tied-awq-g32";
