@@ -59,6 +59,22 @@ struct GemmParams {
   TensorView y{};     // [M, N]
 };
 
+// y = x * dequant(w)^T (+ bias) for group-quantized int4 weights (W4A16), in brisk's layout
+// (model/int4_weight.h converts AutoAWQ and GPTQ checkpoints into it):
+//   dequant(w)[n, k] = (q[n, k] - zero[n, k / group_size]) * scale[n, k / group_size]
+// with q in [0, 15] and the zero point 8 when zeros is empty (symmetric, GPTQ style). Rows of
+// qweight are output features like the dense gemm's w, so fused projections concatenate rows.
+// Accumulates in fp32.
+struct GemmW4A16Params {
+  TensorView x{};        // [M, K] f32, f16 or bf16
+  TensorView qweight{};  // i4 [N, K]: two values per byte along K, low nibble first
+  TensorView scales{};   // [N, K / group_size] f32, f16 or bf16
+  TensorView zeros{};    // optional u8 [N, K / group_size]: 0..15 (16 from GPTQ v1's wrap-around)
+  int group_size = 0;    // divides K
+  TensorView bias{};     // optional [N]
+  TensorView y{};        // [M, N]
+};
+
 // Causal attention of each sequence's new tokens over its paged KV (earlier context plus the
 // new tokens, already appended). Sequence s owns query rows [query_start[s], query_start[s+1]);
 // its new tokens are the last (query_start[s+1] - query_start[s]) of its context_lens[s] tokens.
@@ -149,6 +165,7 @@ class Backend {
   virtual void rms_norm(const RmsNormParams& p) = 0;
   virtual void rope_kv_append(const RopeKvAppendParams& p) = 0;
   virtual void gemm(const GemmParams& p) = 0;
+  virtual void gemm_w4a16(const GemmW4A16Params& p) = 0;
   virtual void attention(const AttentionParams& p) = 0;
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void sample(const SampleParams& p) = 0;

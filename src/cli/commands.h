@@ -15,5 +15,6 @@ Runner add_tokenize_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
 Runner add_chat_command(CLI::App& app);
+Runner add_quantize_command(CLI::App& app);
 
 }  // namespace brisk::cli

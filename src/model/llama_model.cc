@@ -15,9 +15,9 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& model_
     throw_error(ErrorCode::kNotFound, "model folder '{}' does not exist", model_dir.string());
   ModelConfig config = ModelConfig::from_file(model_dir / "config.json");
   GenerationConfig generation = GenerationConfig::from_file_or_default(model_dir / "generation_config.json");
-  ModelWeights weights = options.dummy_weights
-                             ? make_dummy_weights(config, backend, options.dummy_seed, options.on_progress)
-                             : load_weights(config, model_dir, backend, options.on_progress);
+  ModelWeights weights =
+      options.dummy_weights ? make_dummy_weights(config, backend, options.dummy_seed, options.on_progress)
+                            : load_weights(config, model_dir, backend, options.dequantize_int4, options.on_progress);
   int64_t max_len = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   BRISK_CHECK(max_len > 0, "max_model_len must be positive (config.json max_position_embeddings is {})",
               config.max_position_embeddings);
@@ -80,7 +80,7 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   const int nh = static_cast<int>(config_.num_heads), nkv = static_cast<int>(config_.num_kv_heads);
   const int hd = static_cast<int>(config_.head_dim);
   Tensor qkv = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh + 2 * nkv) * hd});
-  backend_.gemm({normed, w.qkv, w.qkv_bias, qkv});
+  run_linear(backend_, normed, w.qkv, w.qkv_bias, qkv);
 
   RopeKvAppendParams rope;
   rope.qkv = qkv;
@@ -114,17 +114,17 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   a.max_query_len = batch.max_query_len;
   a.max_context_len = batch.max_context_len;
   backend_.attention(a);
-  backend_.gemm({attn, w.o_proj, {}, out});
+  run_linear(backend_, attn, w.o_proj, {}, out);
 }
 
 void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t num_tokens = normed.size(0);
   Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * config_.intermediate_size});
-  backend_.gemm({normed, w.gate_up, {}, gate_up});
+  run_linear(backend_, normed, w.gate_up, {}, gate_up);
   Tensor act = empty(activation_dtype_, {num_tokens, config_.intermediate_size});
   backend_.silu_mul({gate_up, act});
-  backend_.gemm({act, w.down, {}, out});
+  run_linear(backend_, act, w.down, {}, out);
 }
 
 }  // namespace brisk

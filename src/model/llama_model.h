@@ -19,6 +19,7 @@ struct ModelLoadOptions {
   uint64_t dummy_seed = 0;
   int64_t max_model_len = 0;   // 0: max_position_embeddings
   LoadProgress on_progress;    // may be empty
+  bool dequantize_int4 = false;  // int4 (AWQ / GPTQ) layers as dense f32: the reference for tests
 };
 
 class LlamaModel {

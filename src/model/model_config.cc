@@ -1,6 +1,8 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <cctype>
+#include <initializer_list>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -235,6 +237,19 @@ DType parse_dtype(const Fields& fields) {
               fields.source(), key, *name);
 }
 
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// The first of several spellings of one field (AutoAWQ's quant_config.json says w_bit and
+// q_group_size where transformers writes bits and group_size).
+std::string first_present(const Fields& fields, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    if (fields.has(key)) return key;
+  return *keys.begin();
+}
+
 json parse_json_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error(ErrorCode::kNotFound, "{}: cannot open", path.string());
@@ -250,6 +265,60 @@ void require_object(const json& root, const std::string& source) {
 }
 
 }  // namespace
+
+QuantizationConfig QuantizationConfig::from_json(const nlohmann::json& root, const std::string& source) {
+  if (!root.is_object())
+    throw_error(ErrorCode::kInvalidArgument, "{}: quantization_config must be an object, got {}", source,
+                describe_json(root));
+  Fields fields(root, source, "quantization_config.");
+  QuantizationConfig config;
+  const std::string method = lowercase(fields.optional_string("quant_method").value_or(""));
+  if (method == "awq") {
+    config.method = QuantMethod::kAwq;
+  } else if (method == "gptq") {
+    config.method = QuantMethod::kGptq;
+  } else {
+    throw_error(ErrorCode::kUnsupported,
+                "{}: quantization_config.quant_method '{}' is not supported (supported: awq, gptq)", source,
+                method);
+  }
+  const std::string bits_key = first_present(fields, {"bits", "w_bit"});
+  const int64_t bits = fields.optional_int(bits_key, 1, 64, "a positive integer").value_or(4);
+  if (bits != 4)
+    throw_error(ErrorCode::kUnsupported, "{}: quantization_config.{} is {}; only 4-bit weights are supported",
+                source, bits_key, bits);
+  const std::string group_key = first_present(fields, {"group_size", "q_group_size"});
+  const int64_t group = fields.optional_int(group_key, -1, kMaxSize, "a positive integer or -1").value_or(128);
+  if (group == 0 || (group == -1 && config.method == QuantMethod::kAwq))
+    fields.fail(group_key, config.method == QuantMethod::kAwq ? "a positive integer" : "a positive integer or -1",
+                root.at(group_key));
+  config.group_size = group == -1 ? 0 : group;
+
+  if (config.method == QuantMethod::kAwq) {
+    const std::string version = lowercase(fields.optional_string("version").value_or("gemm"));
+    if (version != "gemm")
+      throw_error(ErrorCode::kUnsupported,
+                  "{}: quantization_config.version '{}' is not supported (AutoAWQ's 'gemm' packing only)",
+                  source, version);
+    if (!fields.optional_bool("zero_point").value_or(true))
+      throw_error(ErrorCode::kUnsupported,
+                  "{}: quantization_config.zero_point false (symmetric AWQ) is not supported", source);
+    return config;
+  }
+  if (fields.optional_bool("desc_act").value_or(false))
+    throw_error(ErrorCode::kUnsupported,
+                "{}: quantization_config.desc_act true (GPTQ act-order) is not supported", source);
+  config.symmetric = fields.optional_bool("sym").value_or(true);
+  const std::string format = lowercase(fields.optional_string("checkpoint_format").value_or("gptq"));
+  if (format == "gptq") {
+    config.zero_offset = 1;
+  } else if (format != "gptq_v2") {
+    throw_error(ErrorCode::kUnsupported,
+                "{}: quantization_config.checkpoint_format '{}' is not supported (supported: gptq, gptq_v2)",
+                source, format);
+  }
+  return config;
+}
 
 std::string_view architecture_name(Architecture arch) {
   for (const auto& info : kArchitectures)
@@ -318,12 +387,27 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& root, const std::string
     config.pad_token_id = std::nullopt;
   else
     config.pad_token_id = fields.optional_token_id("pad_token_id");
+  if (const json* quant = fields.find("quantization_config"))
+    config.quantization = QuantizationConfig::from_json(*quant, source);
   config.validate(source);
   return config;
 }
 
 ModelConfig ModelConfig::from_file(const std::filesystem::path& config_json) {
-  return from_json(parse_json_file(config_json), config_json.string());
+  ModelConfig config = from_json(parse_json_file(config_json), config_json.string());
+  if (config.quantization.method != QuantMethod::kNone) return config;
+  // Older AutoGPTQ and AutoAWQ folders keep the quantization settings in a file of their own.
+  for (const char* name : {"quantize_config.json", "quant_config.json"}) {
+    const std::filesystem::path path = config_json.parent_path() / name;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) continue;
+    json quant = parse_json_file(path);
+    if (quant.is_object() && !quant.contains("quant_method"))  // AutoGPTQ's file does not say
+      quant["quant_method"] = name == std::string("quant_config.json") ? "awq" : "gptq";
+    config.quantization = QuantizationConfig::from_json(quant, path.string());
+    break;
+  }
+  return config;
 }
 
 void ModelConfig::validate(const std::string& source) const {

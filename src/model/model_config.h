@@ -32,6 +32,22 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 8192;  // llama3
 };
 
+// How the checkpoint's linear layers (q/k/v/o, gate/up/down) are quantized: config.json's
+// quantization_config (or a quantize_config.json / quant_config.json beside it). Embeddings,
+// norms and lm_head stay dense.
+enum class QuantMethod { kNone, kAwq, kGptq };
+
+struct QuantizationConfig {
+  QuantMethod method = QuantMethod::kNone;
+  int64_t group_size = 0;  // 0: one group per row (GPTQ's group_size -1)
+  bool symmetric = false;  // GPTQ sym: zero point 8 everywhere
+  int zero_offset = 0;     // added to stored zero points: 1 for GPTQ's v1 format (stores zero - 1)
+
+  // Parses one quantization_config object; kUnsupported for what brisk cannot run (bits other
+  // than 4, GPTQ desc_act, AWQ versions other than "gemm", ...).
+  static QuantizationConfig from_json(const nlohmann::json& json, const std::string& source);
+};
+
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
   int64_t vocab_size = 0;
@@ -53,6 +69,7 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;  // from config.json (generation_config.json adds more)
   std::optional<int64_t> bos_token_id;
   std::optional<int64_t> pad_token_id;
+  QuantizationConfig quantization;
 
   // Parses config.json content; `source` names the file in error messages. Throws Error naming
   // the field for missing/mistyped/out-of-range values and kUnsupported for unknown

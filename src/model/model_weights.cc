@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/host_convert.h"
 #include "core/parallel.h"
+#include "model/int4_weight.h"
 #include "model/safetensors.h"
 
 namespace brisk {
@@ -21,8 +23,10 @@ int64_t qkv_rows(const ModelConfig& c) { return (c.num_heads + 2 * c.num_kv_head
 struct NameScheme {
   std::string embed, final_norm, lm_head;
   std::string layer_prefix;  // followed by the layer index and '.'
-  std::string input_norm, post_norm, o_proj, gate, up, down;
-  std::string q, k, v, q_bias, k_bias, v_bias, q_norm, k_norm;  // HF split layout
+  std::string input_norm, post_norm, q_bias, k_bias, v_bias, q_norm, k_norm;
+  // Linear layers by module name: "<name>.weight" when dense, "<name>.qweight" etc. when int4.
+  std::string o_proj, gate, up, down;
+  std::string q, k, v;       // HF split layout
   std::string wqkv;          // InternLM2 packed layout
 };
 
@@ -35,12 +39,12 @@ NameScheme names_for(Architecture arch) {
     n.layer_prefix = "model.layers.";
     n.input_norm = "attention_norm.weight";
     n.post_norm = "ffn_norm.weight";
-    n.wqkv = "attention.wqkv.weight";
+    n.wqkv = "attention.wqkv";
     n.q_bias = "attention.wqkv.bias";
-    n.o_proj = "attention.wo.weight";
-    n.gate = "feed_forward.w1.weight";
-    n.up = "feed_forward.w3.weight";
-    n.down = "feed_forward.w2.weight";
+    n.o_proj = "attention.wo";
+    n.gate = "feed_forward.w1";
+    n.up = "feed_forward.w3";
+    n.down = "feed_forward.w2";
     return n;
   }
   NameScheme n;
@@ -50,37 +54,40 @@ NameScheme names_for(Architecture arch) {
   n.layer_prefix = "model.layers.";
   n.input_norm = "input_layernorm.weight";
   n.post_norm = "post_attention_layernorm.weight";
-  n.q = "self_attn.q_proj.weight";
-  n.k = "self_attn.k_proj.weight";
-  n.v = "self_attn.v_proj.weight";
+  n.q = "self_attn.q_proj";
+  n.k = "self_attn.k_proj";
+  n.v = "self_attn.v_proj";
   n.q_bias = "self_attn.q_proj.bias";
   n.k_bias = "self_attn.k_proj.bias";
   n.v_bias = "self_attn.v_proj.bias";
   n.q_norm = "self_attn.q_norm.weight";
   n.k_norm = "self_attn.k_norm.weight";
-  n.o_proj = "self_attn.o_proj.weight";
-  n.gate = "mlp.gate_proj.weight";
-  n.up = "mlp.up_proj.weight";
-  n.down = "mlp.down_proj.weight";
+  n.o_proj = "self_attn.o_proj";
+  n.gate = "mlp.gate_proj";
+  n.up = "mlp.up_proj";
+  n.down = "mlp.down_proj";
   return n;
 }
+
+// Row ranges of one checkpoint linear layer that go into a canonical (possibly fused) one.
+struct LinearPart {
+  std::string name;  // module name: "<name>.weight" or "<name>.qweight", ...
+  Shape shape;       // [out_features, in_features] of the whole checkpoint tensor
+  int64_t begin;     // first row taken
+  int64_t count;     // number of rows taken
+};
 
 // Builds canonical tensors in the backend's memory from host views (mapped checkpoint data).
 class WeightBuilder {
  public:
-  WeightBuilder(const Checkpoint& checkpoint, Backend& backend, ModelWeights& out)
-      : checkpoint_(checkpoint), backend_(backend), out_(out) {}
+  WeightBuilder(const Checkpoint& checkpoint, const QuantizationConfig& quantization, Backend& backend,
+                ModelWeights& out, bool dequantize_int4)
+      : checkpoint_(checkpoint), quantization_(quantization), backend_(backend), out_(out),
+        dequantize_int4_(dequantize_int4) {}
 
   // The named tensor, checked against the expected shape.
   TensorView get(const std::string& name, const Shape& expected) const {
-    if (!checkpoint_.contains(name))
-      throw_error(ErrorCode::kNotFound, "model folder {}: tensor '{}' (expected shape {}) is missing",
-                  checkpoint_.dir().string(), name, expected.to_string());
-    TensorView t = checkpoint_.tensor(name);
-    if (t.shape() != expected)
-      throw_error(ErrorCode::kInvalidArgument,
-                  "tensor '{}' in {} has shape {} but config.json implies {}", name,
-                  checkpoint_.file_of(name).string(), t.shape().to_string(), expected.to_string());
+    TensorView t = get_any(name, expected);
     if (!is_floating(t.dtype()) || dtype_bits(t.dtype()) < 16)
       throw_error(ErrorCode::kUnsupported, "tensor '{}' in {} has dtype {}; expected f32, f16 or bf16",
                   name, checkpoint_.file_of(name).string(), dtype_name(t.dtype()));
@@ -114,31 +121,107 @@ class WeightBuilder {
       }
       dst += dtype_bytes(dtype, p.count * row_elems);
     }
-    if (backend_.shares_host_memory()) return keep(std::move(host));
-    return place(host.view());
+    return keep_or_place(std::move(host));
+  }
+
+  // A canonical linear layer from row ranges of checkpoint layers, all dense or all int4.
+  LinearWeight linear(const std::vector<LinearPart>& parts) {
+    const bool quantized = checkpoint_.contains(parts.front().name + ".qweight");
+    for (const LinearPart& p : parts)
+      if (checkpoint_.contains(p.name + ".qweight") != quantized)
+        throw_error(ErrorCode::kUnsupported, "model folder {}: '{}' and '{}' are fused but only one is quantized",
+                    checkpoint_.dir().string(), parts.front().name, p.name);
+    LinearWeight w;
+    if (!quantized) {
+      const int64_t k = parts.front().shape[1];
+      if (parts.size() == 1 && parts[0].count == parts[0].shape[0]) {
+        w.dense = place(get(parts[0].name + ".weight", parts[0].shape));
+        return w;
+      }
+      std::vector<Rows> rows;
+      for (const LinearPart& p : parts) rows.push_back({get(p.name + ".weight", p.shape), p.begin, p.count});
+      w.dense = concat_rows(rows, k);
+      return w;
+    }
+    std::map<std::string, Int4Weight> unpacked;
+    std::vector<Int4Rows> rows;
+    for (const LinearPart& p : parts) {
+      auto it = unpacked.find(p.name);
+      if (it == unpacked.end()) it = unpacked.emplace(p.name, unpack(p)).first;
+      rows.push_back({&it->second, p.begin, p.count});
+    }
+    Int4Weight fused = rows.size() == 1 && parts[0].count == parts[0].shape[0]
+                           ? std::move(unpacked.begin()->second) : brisk::concat_rows(rows);
+    if (dequantize_int4_) {
+      w.dense = keep_or_place(dequantize(fused));
+      return w;
+    }
+    w.group_size = static_cast<int>(fused.group_size);
+    w.qweight = keep_or_place(std::move(fused.qweight));
+    w.scales = keep_or_place(std::move(fused.scales));
+    if (!fused.zeros.empty()) w.zeros = keep_or_place(std::move(fused.zeros));
+    return w;
   }
 
  private:
-  TensorView keep(Tensor tensor) {
-    out_.owned.push_back(std::move(tensor));
+  TensorView get_any(const std::string& name, const Shape& expected) const {
+    if (!checkpoint_.contains(name))
+      throw_error(ErrorCode::kNotFound, "model folder {}: tensor '{}' (expected shape {}) is missing",
+                  checkpoint_.dir().string(), name, expected.to_string());
+    TensorView t = checkpoint_.tensor(name);
+    if (t.shape() != expected)
+      throw_error(ErrorCode::kInvalidArgument,
+                  "tensor '{}' in {} has shape {} but config.json implies {}", name,
+                  checkpoint_.file_of(name).string(), t.shape().to_string(), expected.to_string());
+    return t;
+  }
+
+  // The int4 layer `p.name` in brisk's layout, its shapes checked against the config.
+  Int4Weight unpack(const LinearPart& p) const {
+    const int64_t n = p.shape[0], k = p.shape[1];
+    const int64_t group = quantization_.group_size > 0 ? quantization_.group_size : k;
+    if (quantization_.method == QuantMethod::kNone)
+      throw_error(ErrorCode::kInvalidArgument,
+                  "model folder {}: '{}.qweight' is quantized but config.json has no quantization_config",
+                  checkpoint_.dir().string(), p.name);
+    if (k % group != 0 || n % 8 != 0 || k % 8 != 0)
+      throw_error(ErrorCode::kUnsupported,
+                  "model folder {}: '{}' is [{}, {}]; int4 layers need both sizes to be multiples of 8 and "
+                  "in_features a multiple of the group size {}", checkpoint_.dir().string(), p.name, n, k, group);
+    const std::string& name = p.name;
+    const Shape group_shape{k / group, n};
+    const TensorView scales = get(name + ".scales", group_shape);
+    const TensorView qzeros = get_any(name + ".qzeros", {k / group, n / 8});
+    if (quantization_.method == QuantMethod::kAwq)
+      return from_awq({get_any(name + ".qweight", {k, n / 8}), qzeros, scales}, group, name);
+    GptqTensors t{get_any(name + ".qweight", {k / 8, n}), qzeros, scales, {}};
+    if (checkpoint_.contains(name + ".g_idx")) t.g_idx = get_any(name + ".g_idx", {k});
+    return from_gptq(t, group, {quantization_.symmetric, quantization_.zero_offset}, name);
+  }
+
+  TensorView keep_or_place(Tensor host) {
+    if (!backend_.shares_host_memory()) return place(host.view());
+    out_.owned.push_back(std::move(host));
     return out_.owned.back().view();
   }
 
   const Checkpoint& checkpoint_;
+  const QuantizationConfig& quantization_;
   Backend& backend_;
   ModelWeights& out_;
+  bool dequantize_int4_;
 };
 
-// InternLM2 packs q/k/v per KV head: [q_0 .. q_{G-1}, k, v] for each KV head h. Returns the row
-// blocks of that tensor in canonical order (all q heads, all k heads, all v heads).
-std::vector<WeightBuilder::Rows> internlm2_qkv_rows(TensorView packed, const ModelConfig& c) {
+// InternLM2 packs q/k/v per KV head: [q_0 .. q_{G-1}, k, v] for each KV head h. Returns the
+// (first row, number of rows) blocks of that tensor in canonical order (all q heads, all k
+// heads, all v heads).
+std::vector<std::pair<int64_t, int64_t>> internlm2_qkv_rows(const ModelConfig& c) {
   int64_t group = c.num_heads / c.num_kv_heads;
   int64_t d = c.head_dim;
-  std::vector<WeightBuilder::Rows> rows;
-  for (int64_t head = 0; head < c.num_heads; ++head)
-    rows.push_back({packed, ((head / group) * (group + 2) + head % group) * d, d});
-  for (int64_t kv = 0; kv < c.num_kv_heads; ++kv) rows.push_back({packed, (kv * (group + 2) + group) * d, d});
-  for (int64_t kv = 0; kv < c.num_kv_heads; ++kv) rows.push_back({packed, (kv * (group + 2) + group + 1) * d, d});
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  for (int64_t head = 0; head < c.num_heads; ++head) rows.push_back({((head / group) * (group + 2) + head % group) * d, d});
+  for (int64_t kv = 0; kv < c.num_kv_heads; ++kv) rows.push_back({(kv * (group + 2) + group) * d, d});
+  for (int64_t kv = 0; kv < c.num_kv_heads; ++kv) rows.push_back({(kv * (group + 2) + group + 1) * d, d});
   return rows;
 }
 
@@ -149,15 +232,19 @@ LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index
   w.input_norm = b.place(b.get(p + n.input_norm, {hidden}));
   w.post_norm = b.place(b.get(p + n.post_norm, {hidden}));
   if (c.architecture == Architecture::kInternLM2) {
-    TensorView packed = b.get(p + n.wqkv, {qkv_rows(c), hidden});
-    w.qkv = b.concat_rows(internlm2_qkv_rows(packed, c), hidden);
-    if (c.attention_bias)
-      w.qkv_bias = b.concat_rows(internlm2_qkv_rows(b.get(p + n.q_bias, {qkv_rows(c)}), c), 0);
+    std::vector<LinearPart> parts;
+    std::vector<WeightBuilder::Rows> bias_rows;
+    TensorView bias = c.attention_bias ? b.get(p + n.q_bias, {qkv_rows(c)}) : TensorView();
+    for (auto [begin, count] : internlm2_qkv_rows(c)) {
+      parts.push_back({p + n.wqkv, {qkv_rows(c), hidden}, begin, count});
+      bias_rows.push_back({bias, begin, count});
+    }
+    w.qkv = b.linear(parts);
+    if (c.attention_bias) w.qkv_bias = b.concat_rows(bias_rows, 0);
   } else {
-    w.qkv = b.concat_rows({{b.get(p + n.q, {q_rows, hidden}), 0, q_rows},
-                           {b.get(p + n.k, {kv_rows, hidden}), 0, kv_rows},
-                           {b.get(p + n.v, {kv_rows, hidden}), 0, kv_rows}},
-                          hidden);
+    w.qkv = b.linear({{p + n.q, {q_rows, hidden}, 0, q_rows},
+                      {p + n.k, {kv_rows, hidden}, 0, kv_rows},
+                      {p + n.v, {kv_rows, hidden}, 0, kv_rows}});
     if (c.attention_bias)
       w.qkv_bias = b.concat_rows({{b.get(p + n.q_bias, {q_rows}), 0, q_rows},
                                   {b.get(p + n.k_bias, {kv_rows}), 0, kv_rows},
@@ -168,33 +255,55 @@ LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index
     w.q_norm = b.place(b.get(p + n.q_norm, {c.head_dim}));
     w.k_norm = b.place(b.get(p + n.k_norm, {c.head_dim}));
   }
-  w.o_proj = b.place(b.get(p + n.o_proj, {hidden, q_rows}));
+  w.o_proj = b.linear({{p + n.o_proj, {hidden, q_rows}, 0, hidden}});
   const int64_t inter = c.intermediate_size;
-  w.gate_up = b.concat_rows({{b.get(p + n.gate, {inter, hidden}), 0, inter},
-                             {b.get(p + n.up, {inter, hidden}), 0, inter}},
-                            hidden);
-  w.down = b.place(b.get(p + n.down, {hidden, inter}));
+  w.gate_up = b.linear({{p + n.gate, {inter, hidden}, 0, inter}, {p + n.up, {inter, hidden}, 0, inter}});
+  w.down = b.linear({{p + n.down, {hidden, inter}, 0, hidden}});
   return w;
 }
 
 }  // namespace
 
+uint64_t LinearWeight::num_bytes() const {
+  uint64_t total = 0;
+  for (const TensorView* t : {&dense, &qweight, &scales, &zeros})
+    if (!t->empty()) total += t->num_bytes();
+  return total;
+}
+
+void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y) {
+  if (!w.quantized()) {
+    backend.gemm({x, w.dense, bias, y});
+    return;
+  }
+  GemmW4A16Params p;
+  p.x = x;
+  p.qweight = w.qweight;
+  p.scales = w.scales;
+  p.zeros = w.zeros;
+  p.group_size = w.group_size;
+  p.bias = bias;
+  p.y = y;
+  backend.gemm_w4a16(p);
+}
+
 uint64_t ModelWeights::num_bytes() const {
   uint64_t total = embed.num_bytes() / std::max<int64_t>(embed.size(0), 1);  // one row per token
   total += final_norm.num_bytes() + lm_head.num_bytes();
-  for (const LayerWeights& l : layers)
-    for (const TensorView* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.q_norm, &l.k_norm, &l.o_proj, &l.post_norm,
-                                &l.gate_up, &l.down})
+  for (const LayerWeights& l : layers) {
+    for (const TensorView* t : {&l.input_norm, &l.qkv_bias, &l.q_norm, &l.k_norm, &l.post_norm})
       if (!t->empty()) total += t->num_bytes();
+    for (const LinearWeight* w : {&l.qkv, &l.o_proj, &l.gate_up, &l.down}) total += w->num_bytes();
+  }
   return total;
 }
 
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& model_dir,
-                          Backend& backend, const LoadProgress& on_progress) {
+                          Backend& backend, bool dequantize_int4, const LoadProgress& on_progress) {
   ModelWeights weights;
   auto checkpoint = std::make_shared<Checkpoint>(Checkpoint::open(model_dir));
   weights.checkpoint = checkpoint;
-  WeightBuilder b(*checkpoint, backend, weights);
+  WeightBuilder b(*checkpoint, config.quantization, backend, weights, dequantize_int4);
   NameScheme n = names_for(config.architecture);
   weights.embed = b.place(b.get(n.embed, {config.vocab_size, config.hidden_size}));
   weights.final_norm = b.place(b.get(n.final_norm, {config.hidden_size}));
@@ -209,6 +318,21 @@ ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path
   }
   spdlog::debug("loaded {} layers from {}", config.num_layers, model_dir.string());
   return weights;
+}
+
+std::vector<std::string> linear_module_names(const ModelConfig& config) {
+  const NameScheme n = names_for(config.architecture);
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    const std::string p = n.layer_prefix + std::to_string(i) + ".";
+    if (config.architecture == Architecture::kInternLM2) {
+      names.push_back(p + n.wqkv);
+    } else {
+      for (const std::string* m : {&n.q, &n.k, &n.v}) names.push_back(p + *m);
+    }
+    for (const std::string* m : {&n.o_proj, &n.gate, &n.up, &n.down}) names.push_back(p + *m);
+  }
+  return names;
 }
 
 namespace {
@@ -243,6 +367,39 @@ TensorView dummy(Backend& backend, ModelWeights& out, DType dtype, Shape shape, 
   return out.owned.back().view();
 }
 
+// A random linear layer: dense, or int4 (random codes, zero point 8, one scale for all groups
+// giving the dense layer's std) when the config says the model is quantized.
+LinearWeight dummy_linear(Backend& backend, ModelWeights& out, const ModelConfig& c, int64_t n, int64_t k,
+                          float std, uint64_t& rng) {
+  LinearWeight w;
+  if (c.quantization.method == QuantMethod::kNone) {
+    w.dense = dummy(backend, out, c.dtype, {n, k}, std, rng);
+    return w;
+  }
+  const int64_t group = c.quantization.group_size > 0 ? c.quantization.group_size : k;
+  BRISK_CHECK(k % group == 0 && k % 16 == 0,
+              "dummy weights: in_features {} must be a multiple of 16 and of the group size {}", k, group);
+  Tensor qweight(cpu_allocator(), DType::kI4, {n, k});
+  const uint64_t tensor_seed = splitmix64(rng);
+  uint64_t* words = static_cast<uint64_t*>(qweight.view().data());  // n * k / 2 bytes
+  parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      uint64_t state = tensor_seed ^ (static_cast<uint64_t>(r) * 0xd1342543de82ef95ull);
+      for (int64_t i = 0; i < k / 16; ++i) words[r * (k / 16) + i] = splitmix64(state);
+    }
+  });
+  Tensor scales(cpu_allocator(), DType::kF16, {n, k / group});
+  for (int64_t i = 0; i < scales.view().num_elements(); ++i) store_float(scales, i, std / 4.6f);  // std of q - 8
+  w.group_size = static_cast<int>(group);
+  w.qweight = to_backend(backend, qweight, out.owned);
+  w.scales = to_backend(backend, scales, out.owned);
+  if (backend.shares_host_memory()) {
+    out.owned.push_back(std::move(qweight));
+    out.owned.push_back(std::move(scales));
+  }
+  return w;
+}
+
 }  // namespace
 
 ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t seed, const LoadProgress& on_progress) {
@@ -258,15 +415,15 @@ ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t
     LayerWeights l;
     l.input_norm = dummy(backend, w, dt, {hidden}, 0.0f, rng);
     l.post_norm = dummy(backend, w, dt, {hidden}, 0.0f, rng);
-    l.qkv = dummy(backend, w, dt, {qkv_rows(c), hidden}, std, rng);
+    l.qkv = dummy_linear(backend, w, c, qkv_rows(c), hidden, std, rng);
     if (c.attention_bias) l.qkv_bias = dummy(backend, w, dt, {qkv_rows(c)}, std, rng);
     if (c.qk_norm) {
       l.q_norm = dummy(backend, w, dt, {c.head_dim}, 0.0f, rng);
       l.k_norm = dummy(backend, w, dt, {c.head_dim}, 0.0f, rng);
     }
-    l.o_proj = dummy(backend, w, dt, {hidden, c.num_heads * c.head_dim}, std, rng);
-    l.gate_up = dummy(backend, w, dt, {2 * c.intermediate_size, hidden}, std, rng);
-    l.down = dummy(backend, w, dt, {hidden, c.intermediate_size}, std, rng);
+    l.o_proj = dummy_linear(backend, w, c, hidden, c.num_heads * c.head_dim, std, rng);
+    l.gate_up = dummy_linear(backend, w, c, 2 * c.intermediate_size, hidden, std, rng);
+    l.down = dummy_linear(backend, w, c, hidden, c.intermediate_size, std, rng);
     w.layers.push_back(l);
     if (on_progress) on_progress(i + 1, c.num_layers);
   }

@@ -1,10 +1,13 @@
 // A Llama-family model's weights in brisk's canonical form, whatever the checkpoint's names:
 // q/k/v fused into one projection (q heads, then k heads, then v heads), gate and up fused.
+// The linear layers of AWQ / GPTQ checkpoints stay int4, repacked once at load into the layout
+// of the backend's gemm_w4a16 (model/int4_weight.h); embeddings, norms and lm_head stay dense.
 #pragma once
 
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -14,16 +17,31 @@ namespace brisk {
 
 class Checkpoint;
 
+// One linear layer's weight [out_features, in_features]: dense, or int4 (qweight set).
+struct LinearWeight {
+  TensorView dense;    // [out_features, in_features] when not quantized
+  TensorView qweight;  // i4 [out_features, in_features]
+  TensorView scales;   // [out_features, in_features / group_size]
+  TensorView zeros;    // optional u8 [out_features, in_features / group_size]
+  int group_size = 0;
+
+  bool quantized() const { return !qweight.empty(); }
+  uint64_t num_bytes() const;
+};
+
+// y = x * w^T (+ bias) through the backend's gemm or gemm_w4a16.
+void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y);
+
 struct LayerWeights {
   TensorView input_norm;  // [hidden]
-  TensorView qkv;         // [(num_heads + 2 * num_kv_heads) * head_dim, hidden]
+  LinearWeight qkv;       // [(num_heads + 2 * num_kv_heads) * head_dim, hidden]
   TensorView qkv_bias;    // optional [(num_heads + 2 * num_kv_heads) * head_dim]
   TensorView q_norm;      // optional [head_dim] (Qwen3)
   TensorView k_norm;      // optional [head_dim] (Qwen3)
-  TensorView o_proj;      // [hidden, num_heads * head_dim]
+  LinearWeight o_proj;    // [hidden, num_heads * head_dim]
   TensorView post_norm;   // [hidden]
-  TensorView gate_up;     // [2 * intermediate, hidden]: gate rows, then up rows
-  TensorView down;        // [hidden, intermediate]
+  LinearWeight gate_up;   // [2 * intermediate, hidden]: gate rows, then up rows
+  LinearWeight down;      // [hidden, intermediate]
 };
 
 struct ModelWeights {
@@ -45,12 +63,19 @@ using LoadProgress = std::function<void(int64_t num_layers_done, int64_t num_lay
 
 // Loads the checkpoint of model_dir into the backend's memory, mapping the architecture's tensor
 // names to the canonical form and checking every shape against the config. Errors name the
-// tensor, its file and the expected shape.
+// tensor, its file and the expected shape. dequantize_int4 turns int4 layers into dense f32
+// ones (the reference that quantized runs are compared with).
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& model_dir,
-                          Backend& backend, const LoadProgress& on_progress = {});
+                          Backend& backend, bool dequantize_int4 = false, const LoadProgress& on_progress = {});
+
+// Module names of the checkpoint's linear layers that int4 checkpoints quantize (q/k/v/o and
+// gate/up/down, or InternLM2's wqkv/wo/w1/w3/w2), layer by layer: "<name>.weight" holds each
+// dense weight.
+std::vector<std::string> linear_module_names(const ModelConfig& config);
 
 // Random weights of the right shapes (std 0.02 normal-like; norms 1), for benchmarks of shapes
-// without a checkpoint. Deterministic for a seed.
+// without a checkpoint; int4 linear layers when the config has a quantization_config.
+// Deterministic for a seed.
 ModelWeights make_dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0,
                                 const LoadProgress& on_progress = {});
 

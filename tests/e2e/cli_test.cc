@@ -81,6 +81,14 @@ TEST(Cli, DummyWeightsNeedOnlyConfig) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"].size(), 4u);
 }
 
+TEST(Cli, DummyWeightsOfAQuantizedConfigAreInt4) {
+  fs::path dir = testing::make_temp_dir("brisk-dummy-awq");
+  fs::copy_file(model_dir("llama-gqa4-hd64-tied-awq-g32") / "config.json", dir / "config.json");
+  RunResult r = run_brisk("generate --model " + dir.string() + " --dummy-weights --prompt-ids 1,2,3 --max-tokens 4 --ignore-eos --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"].size(), 4u);
+}
+
 struct BadCase {
   std::string args;
   std::string message;  // a substring the error must contain
@@ -109,7 +117,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"generate --model MODEL --prompt-ids 1 --temperature -1", "temperature must be >= 0"},
         BadCase{"generate --model MODEL --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
         BadCase{"generate --model MODEL --prompt-ids 1 --max-tokens 0", "max_tokens must be at least 1"},
-        BadCase{"generate --model MODEL --prompt-ids 1 --backend tpu", "unknown backend 'tpu'"}));
+        BadCase{"generate --model MODEL --prompt-ids 1 --backend tpu", "unknown backend 'tpu'"},
+        BadCase{"quantize --model MODEL --out /tmp/brisk-unused --method awq", "awq (activation-aware scale search) is not implemented yet"},
+        BadCase{"quantize --model MODEL --out /tmp/brisk-unused --group-size 128",
+                "needs in_features to be a multiple of the group size 128"}));
+
+// `brisk quantize` writes an AutoAWQ folder that generates like its dequantized reference.
+TEST(Cli, QuantizeRtnWritesAnAwqFolderThatRuns) {
+  fs::path out = testing::make_temp_dir("brisk-quantize") / "awq";
+  RunResult r = run_brisk("quantize --model " + model_dir(kModel).string() + " --out " + out.string() +
+                          " --method rtn --group-size 32");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto config = nlohmann::json::parse(testing::read_file(out / "config.json"));
+  EXPECT_EQ(config["quantization_config"]["quant_method"], "awq");
+  EXPECT_EQ(config["quantization_config"]["group_size"], 32);
+  EXPECT_TRUE(fs::exists(out / "generation_config.json"));
+  RunResult g = run_brisk("generate --model " + out.string() + " --prompt-ids 1,17,300 --max-tokens 4 --ignore-eos --json");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["token_ids"].size(), 4u) << g.out;
+  RunResult again = run_brisk("quantize --model " + model_dir(kModel).string() + " --out " + out.string());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.out.find("already holds a model"), std::string::npos) << again.out;
+}
 
 // Model folders broken in the ways users meet: each error names the culprit.
 class BrokenModel : public ::testing::Test {

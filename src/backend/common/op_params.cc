@@ -126,6 +126,44 @@ void check_op_params(const GemmParams& p, Device device) {
   }
 }
 
+void check_op_params(const GemmW4A16Params& p, Device device) {
+  constexpr std::string_view kOp = "gemm_w4a16";
+  check_view(kOp, "x", p.x, 2, Layout::kStridedRows, device);
+  check_view(kOp, "qweight", p.qweight, 2, Layout::kContiguous, device);
+  check_view(kOp, "scales", p.scales, 2, Layout::kContiguous, device);
+  check_view(kOp, "y", p.y, 2, Layout::kStridedRows, device);
+  check_float(kOp, "x", p.x);
+  check_dtype(kOp, "qweight", p.qweight, DType::kI4);
+  check_float(kOp, "scales", p.scales);
+  check_float(kOp, "y", p.y);
+  const int64_t n = p.qweight.size(0), k = p.qweight.size(1);
+  BRISK_CHECK(p.x.size(1) == k, "gemm_w4a16: x is {} but qweight is {}: K differs", p.x.describe(),
+              p.qweight.describe());
+  BRISK_CHECK(k % 8 == 0, "gemm_w4a16: qweight is {} but K must be a multiple of 8",
+              p.qweight.describe());
+  BRISK_CHECK(p.group_size > 0 && k % p.group_size == 0,
+              "gemm_w4a16: group_size is {} but must be positive and divide K ({})", p.group_size, k);
+  BRISK_CHECK(p.y.size(0) == p.x.size(0), "gemm_w4a16: x is {} but y is {}: M differs",
+              p.x.describe(), p.y.describe());
+  BRISK_CHECK(p.y.size(1) == n, "gemm_w4a16: qweight is {} but y is {}: N differs",
+              p.qweight.describe(), p.y.describe());
+  const Shape group_shape{n, k / p.group_size};
+  BRISK_CHECK(p.scales.shape() == group_shape,
+              "gemm_w4a16: scales is {} but qweight {} with group_size {} needs {}", p.scales.describe(),
+              p.qweight.describe(), p.group_size, group_shape.to_string());
+  if (!p.zeros.empty()) {
+    check_view(kOp, "zeros", p.zeros, 2, Layout::kContiguous, device);
+    check_dtype(kOp, "zeros", p.zeros, DType::kU8);
+    check_same_shape(kOp, "zeros", p.zeros, "scales", p.scales);
+  }
+  if (!p.bias.empty()) {
+    check_view(kOp, "bias", p.bias, 1, Layout::kContiguous, device);
+    check_float(kOp, "bias", p.bias);
+    BRISK_CHECK(p.bias.size(0) == n, "gemm_w4a16: qweight is {} but bias is {}: N differs",
+                p.qweight.describe(), p.bias.describe());
+  }
+}
+
 void check_op_params(const AttentionParams& p, Device device) {
   constexpr std::string_view kOp = "attention";
   BRISK_CHECK(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,

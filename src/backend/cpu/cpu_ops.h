@@ -14,6 +14,7 @@ void embedding(const EmbeddingParams& p);
 void rms_norm(const RmsNormParams& p);
 void rope_kv_append(const RopeKvAppendParams& p);
 void gemm(const GemmParams& p);
+void gemm_w4a16(const GemmW4A16Params& p);
 void attention(const AttentionParams& p);
 void silu_mul(const SiluMulParams& p);
 void sample(const SampleParams& p);

@@ -377,6 +377,52 @@ GenerationConfig parse_generation(const char* text) {
   return GenerationConfig::from_json(json::parse(text), "generation_config.json");
 }
 
+// quantization_config as AutoAWQ / transformers and GPTQModel write it, and what brisk rejects.
+TEST(ModelConfig, QuantizationConfig) {
+  json j = json::parse(kLlama31);
+  EXPECT_EQ(ModelConfig::from_json(j, "config.json").quantization.method, QuantMethod::kNone);
+  j["quantization_config"] = json::parse(R"({"quant_method": "awq", "zero_point": true, "group_size": 128,
+      "bits": 4, "version": "gemm", "modules_to_not_convert": null})");
+  QuantizationConfig awq = ModelConfig::from_json(j, "config.json").quantization;
+  EXPECT_EQ(awq.method, QuantMethod::kAwq);
+  EXPECT_EQ(awq.group_size, 128);
+  EXPECT_EQ(awq.zero_offset, 0);
+  j["quantization_config"] = json::parse(R"({"quant_method": "gptq", "bits": 4, "group_size": -1,
+      "desc_act": false, "sym": true, "checkpoint_format": "gptq"})");
+  QuantizationConfig gptq = ModelConfig::from_json(j, "config.json").quantization;
+  EXPECT_EQ(gptq.method, QuantMethod::kGptq);
+  EXPECT_EQ(gptq.group_size, 0);
+  EXPECT_TRUE(gptq.symmetric);
+  EXPECT_EQ(gptq.zero_offset, 1);
+
+  const std::pair<const char*, std::vector<std::string>> rejected[] = {
+      {R"({"quant_method": "awq", "bits": 8, "group_size": 128})", {"quantization_config.bits", "8", "4-bit"}},
+      {R"({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemv"})", {"version 'gemv'", "gemm"}},
+      {R"({"quant_method": "awq", "bits": 4, "zero_point": false})", {"zero_point false"}},
+      {R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": true})", {"desc_act true"}},
+      {R"({"quant_method": "gptq", "bits": 4, "checkpoint_format": "marlin"})", {"checkpoint_format 'marlin'"}},
+      {R"({"quant_method": "fp8"})", {"quant_method 'fp8'", "awq, gptq"}},
+  };
+  for (const auto& [text, substrings] : rejected) {
+    j["quantization_config"] = json::parse(text);
+    expect_error([&] { ModelConfig::from_json(j, "config.json"); }, ErrorCode::kUnsupported, substrings);
+  }
+  j["quantization_config"] = json::parse(R"({"quant_method": "awq", "group_size": 0})");
+  expect_error([&] { ModelConfig::from_json(j, "config.json"); }, ErrorCode::kInvalidArgument,
+               {"quantization_config.group_size"});
+}
+
+TEST(ModelConfig, QuantizeConfigBesideConfigJson) {
+  auto dir = testing::make_temp_dir("quantconfig");
+  testing::write_file(dir / "config.json", kLlama31);
+  testing::write_file(dir / "quantize_config.json", R"({"bits": 4, "group_size": 64, "desc_act": false,
+      "sym": false})");
+  QuantizationConfig q = ModelConfig::from_file(dir / "config.json").quantization;
+  EXPECT_EQ(q.method, QuantMethod::kGptq);
+  EXPECT_EQ(q.group_size, 64);
+  EXPECT_FALSE(q.symmetric);
+}
+
 TEST(GenerationConfig, RealConfigs) {
   auto llama = parse_generation(R"({"bos_token_id": 128000, "do_sample": true,
       "eos_token_id": [128001, 128008, 128009], "temperature": 0.6, "top_p": 0.9,

@@ -141,6 +141,51 @@ struct GemvArgs {
 };
 void launch_gemv(const GemvArgs& a, cudaStream_t stream);
 
+// y = x * dequant(w)^T (+ bias) for int4 weights in brisk's layout (GemmW4A16Params), M <= 16:
+// the bandwidth-bound decode path. Each warp streams 1024 consecutive K values of kCols weight
+// rows per step (one 16-byte load per lane and row), dequantizes in registers and accumulates in
+// fp32. With num_splits > 1 each split covers k_per_split values of K and writes fp32 partials
+// that launch_w4a16_reduce sums (split-K where N alone cannot fill the GPU).
+struct W4A16Args {
+  const void* x = nullptr;  // [m, k], rows 16-byte aligned (rows_vectorizable)
+  int64_t x_stride = 0;
+  FloatType x_type = FloatType::kF32;
+  const uint8_t* qweight = nullptr;  // [n, k / 2] bytes, 16-byte aligned rows
+  const void* scales = nullptr;      // [n, k / group_size]
+  FloatType scale_type = FloatType::kF16;
+  const uint8_t* zeros = nullptr;    // optional [n, k / group_size]; null: zero point 8
+  const void* bias = nullptr;        // optional [n]
+  FloatType bias_type = FloatType::kF32;
+  void* y = nullptr;                 // [m, n]
+  int64_t y_stride = 0;
+  FloatType y_type = FloatType::kF32;
+  float* partials = nullptr;         // [num_splits, m, n] when num_splits > 1
+  int m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int group_size = 0;                // a multiple of 32
+  int num_splits = 1;
+  int64_t k_per_split = 0;           // a multiple of 1024 covering k in num_splits pieces
+};
+constexpr int kW4A16MaxRows = 16;
+// The split count for these sizes on a GPU of num_sms multiprocessors, and k_per_split to match.
+void w4a16_plan_splits(W4A16Args& a, int num_sms);
+void launch_w4a16_small_m(const W4A16Args& a, cudaStream_t stream);
+
+// out [n, k] = dequant(w) in out_type (the large-M path: dequantize, then a dense GEMM).
+struct DequantizeInt4Args {
+  const uint8_t* qweight = nullptr;
+  const void* scales = nullptr;
+  FloatType scale_type = FloatType::kF16;
+  const uint8_t* zeros = nullptr;
+  void* out = nullptr;
+  FloatType out_type = FloatType::kBF16;
+  int64_t n = 0;
+  int64_t k = 0;
+  int group_size = 0;  // a multiple of 8
+};
+void launch_dequantize_int4(const DequantizeInt4Args& a, cudaStream_t stream);
+
 struct AttentionArgs {
   const void* q = nullptr;
   int64_t q_stride = 0;

@@ -9,6 +9,8 @@
 
 namespace brisk::cuda {
 
+class GemmRunner;
+
 struct OpContext {
   cudaStream_t stream = nullptr;
   Allocator* allocator = nullptr;  // device memory for scratch (stream-ordered reuse)
@@ -22,6 +24,8 @@ void embedding(const OpContext& ctx, const EmbeddingParams& p);
 void rms_norm(const OpContext& ctx, const RmsNormParams& p);
 void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
 void attention(const OpContext& ctx, const AttentionParams& p);
+// Int4 weights; large M dequantizes and multiplies through `dense` (see gemm_w4a16.cc).
+void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& p);
 void silu_mul(const OpContext& ctx, const SiluMulParams& p);
 void sample(const OpContext& ctx, const SampleParams& p);
 void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p);
