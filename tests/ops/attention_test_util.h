@@ -6,11 +6,11 @@
 // [-1, 1]. Both kernels differ from the CPU by fp32 summation order, exp2 vs exp and one rounding
 // of the output: |cuda - cpu| <= atol + rtol * |cpu|, rtol bf16 1/128, f16 1/1024.
 //  - generic kernel (prefill; fp32 scores and weights): atol 1e-4.
-//  - decode kernel (tensor cores): the softmax weights p are rounded to the KV dtype (half an ulp,
+//  - decode and prefill kernels (tensor cores): the softmax weights p are rounded to the KV dtype (half an ulp,
 //    u = 2^-9 bf16, 2^-12 f16) before P V, and the row sums add the rounded weights, so the output
 //    stays a convex combination whose weights moved by at most u relative: |error| <= u *
 //    max|v - out| <= 2u. atol = 2u (bf16 2^-8, f16 2^-11). That bound is loose for long contexts
-//    (errors average out), so decode cases also check the relative L2 error of the whole output,
+//    (errors average out), so their cases also check the relative L2 error of the whole output,
 //    ||cuda - cpu|| / ||cpu||: rounding p and the output give about 0.16% (bf16) and 0.02% (f16);
 //    the limits are 0.4% and 0.05%. Dropping one key of 4096 moves it by about 1.6%.
 #pragma once
@@ -109,6 +109,14 @@ inline bool uses_decode_kernel(const AttentionCase& c, int64_t num_tokens, int m
          std::has_single_bit(static_cast<unsigned>(c.block_size));
 }
 
+// Whether the CUDA op runs the case on the prefill kernel (ops/attention.cc: use_prefill_kernel;
+// these tests use the same dtype for q, KV and out).
+inline bool uses_prefill_kernel(DType dtype, const AttentionCase& c, int64_t num_tokens, int max_query) {
+  return !uses_decode_kernel(c, num_tokens, max_query) && (dtype == DType::kBF16 || dtype == DType::kF16) &&
+         (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
+         std::has_single_bit(static_cast<unsigned>(c.block_size));
+}
+
 inline std::string describe(DType dtype, const AttentionCase& c) {
   std::string what = "attention " + dtype_str(dtype) + " heads " + std::to_string(c.num_heads) + "/" +
                      std::to_string(c.num_kv_heads) + " hd " + std::to_string(c.head_dim) + " bs " +
@@ -136,19 +144,21 @@ inline void check_attention(DType dtype, const AttentionCase& c, unsigned seed) 
   const std::string what = describe(dtype, c);
   const std::vector<double> actual = host_doubles(out_d);
   const std::vector<double> reference = to_doubles(expected);
-  if (!uses_decode_kernel(c, in.num_tokens, in.max_query)) {
+  const bool decode = uses_decode_kernel(c, in.num_tokens, in.max_query);
+  if (!decode && !uses_prefill_kernel(dtype, c, in.num_tokens, in.max_query)) {
     expect_close(actual, reference, 1e-4, output_rtol(dtype), what);
     return;
   }
+  const std::string kernel = decode ? " [decode kernel]" : " [prefill kernel]";
   const double u = dtype == DType::kBF16 ? 1.0 / 512 : 1.0 / 4096;
-  expect_close(actual, reference, 2 * u, output_rtol(dtype), what + " [decode kernel]");
+  expect_close(actual, reference, 2 * u, output_rtol(dtype), what + kernel);
   double error = 0, norm = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
     error += (actual[i] - reference[i]) * (actual[i] - reference[i]);
     norm += reference[i] * reference[i];
   }
   const double relative = std::sqrt(error / std::max(norm, 1e-30));
-  EXPECT_LE(relative, dtype == DType::kBF16 ? 4e-3 : 5e-4) << what << " [decode kernel]: relative L2 error";
+  EXPECT_LE(relative, dtype == DType::kBF16 ? 4e-3 : 5e-4) << what << kernel << ": relative L2 error";
 }
 
 }  // namespace brisk::testing

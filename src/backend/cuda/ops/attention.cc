@@ -1,7 +1,8 @@
 // attention: paged causal GQA attention. Decode batches (every sequence <= 8 new tokens, bf16 /
 // f16 KV, head_dim 64 / 128 / 256, power-of-two block size) go to the tensor-core decode kernel
-// (kernels/decode_attention/); everything else, prefill included, to the generic kernel
-// (kernels/attention_kernel.cuh). The ragged layout and the block tables are read on the device;
+// (kernels/decode_attention/), other batches with such KV to the tensor-core prefill kernel
+// (kernels/prefill_attention/); the rest (fp32 KV, head_dim 32, other block sizes) to the
+// generic kernel (kernels/attention_kernel.cuh). The ragged layout and the block tables are read on the device;
 // reads outside a sequence's block table or the cache give zeros instead of the CPU reference's
 // up-front errors (those would need a device-to-host copy). max_query_len and max_context_len,
 // when given, must be upper bounds: they size the grid. The launch shape depends on host-known
@@ -13,6 +14,7 @@
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
 #include "core/error.h"
@@ -41,6 +43,52 @@ bool use_decode_kernel(const AttentionArgs& a) {
   return a.max_query_len <= kDecodeMaxQueryLen && a.k_type == a.v_type &&
          decode_attention_supports(a.k_type, a.head_dim) &&
          std::has_single_bit(static_cast<unsigned>(a.block_size));
+}
+
+// The prefill kernel's share (prefill_attention.h): batches the decode kernel does not take
+// (some sequence has more than kDecodeMaxQueryLen new tokens) with 16-bit KV of a head dim in
+// its table; fp32 KV and head_dim 32 stay on the generic kernel.
+bool use_prefill_kernel(const AttentionArgs& a) {
+  return a.k_type == a.v_type && (a.k_type == FloatType::kBF16 || a.k_type == FloatType::kF16) &&
+         (a.head_dim == 64 || a.head_dim == 128 || a.head_dim == 256) &&
+         std::has_single_bit(static_cast<unsigned>(a.block_size));
+}
+
+void prefill_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
+  PrefillAttentionArgs a;
+  a.q = g.q;
+  a.q_stride = g.q_stride;
+  a.q_type = g.q_type;
+  a.q_vectorized = reinterpret_cast<uintptr_t>(g.q) % 16 == 0 && g.q_stride % 8 == 0;
+  a.k_cache = g.k_cache;
+  a.v_cache = g.v_cache;
+  a.kv_type = g.k_type;
+  a.block_tables = g.block_tables;
+  a.max_blocks_per_seq = g.max_blocks_per_seq;
+  a.num_cache_blocks = g.num_cache_blocks;
+  a.query_start = g.query_start;
+  a.context_lens = g.context_lens;
+  a.out = g.out;
+  a.out_stride = g.out_stride;
+  a.out_type = g.out_type;
+  a.out_pairs = reinterpret_cast<uintptr_t>(g.out) % 4 == 0 && g.out_stride % 2 == 0;
+  a.num_seqs = g.num_seqs;
+  a.num_tokens = g.num_tokens;
+  a.num_heads = g.num_heads;
+  a.num_kv_heads = g.num_kv_heads;
+  a.head_dim = g.head_dim;
+  a.block_size_log2 = std::countr_zero(static_cast<unsigned>(g.block_size));
+  a.scale = g.scale;
+  a.sliding_window = g.sliding_window;
+  a.max_query_len = g.max_query_len;
+  const PrefillKernelShape shape = prefill_attention_shape(a.kv_type, a.head_dim);
+  const int64_t row_tiles =
+      (int64_t{g.num_heads / g.num_kv_heads} * g.max_query_len + shape.rows() - 1) / shape.rows();
+  BRISK_CHECK(row_tiles <= 65535, "attention: {} query tokens x group {} exceed the prefill kernel's grid",
+              g.max_query_len, g.num_heads / g.num_kv_heads);
+  BRISK_CHECK(launch_prefill_attention(a, ctx.stream),
+              "attention: the prefill kernel table has no entry for kv dtype {} and head_dim {}",
+              dtype_name(p.k_cache.dtype()), a.head_dim);
 }
 
 void decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
@@ -120,6 +168,10 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
   if (a.num_tokens == 0 || a.num_seqs == 0) return;
   if (use_decode_kernel(a)) {
     decode_attention(ctx, p, a);
+    return;
+  }
+  if (use_prefill_kernel(a)) {
+    prefill_attention(ctx, p, a);
     return;
   }
 

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -73,7 +74,8 @@ constexpr int kCombineWarps = 4;
 // kernel's launch overlaps the attention kernel's tail.
 __global__ void decode_attention_combine_kernel(const DecodeAttentionArgs a) {
   __shared__ float weights_s[kCombineWarps][kDecodeMaxSplits];
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  pdl_wait();
+  pdl_release();
   const int64_t num_items = int64_t{a.num_tokens} * a.num_heads;
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -125,17 +127,8 @@ __global__ void decode_attention_combine_kernel(const DecodeAttentionArgs a) {
 
 void launch_combine(const DecodeAttentionArgs& a, cudaStream_t stream) {
   const int64_t items = int64_t{a.num_tokens} * a.num_heads;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>((items + kCombineWarps - 1) / kCombineWarps, 1 << 16)));
-  config.blockDim = dim3(kCombineWarps * 32);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  BRISK_CUDA_CHECK(cudaLaunchKernelEx(&config, decode_attention_combine_kernel, a));
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((items + kCombineWarps - 1) / kCombineWarps, 1 << 16)));
+  launch_pdl(decode_attention_combine_kernel, grid, kCombineWarps * 32, 0, stream, a);
 }
 
 }  // namespace decode

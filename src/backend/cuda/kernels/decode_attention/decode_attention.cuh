@@ -26,14 +26,14 @@
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda::decode {
 
 constexpr int kKeysPerWarp = 16;
 static_assert(kDecodeRowsPerBlock == 16);
-constexpr float kLog2e = 1.4426950408889634f;
-
 // Shared-memory plan and copy mapping of one kernel shape (decode_attention.h: DecodeKernelShape).
 template <int kHeadDim, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg>
 struct DecodeConfig {
@@ -59,83 +59,6 @@ struct DecodeConfig {
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
 
-template <FloatType kType>
-struct KvTraits;
-template <>
-struct KvTraits<FloatType::kBF16> {
-  __device__ static uint32_t pack(float lo, float hi, float& lo_r, float& hi_r) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    lo_r = __low2float(v);
-    hi_r = __high2float(v);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <>
-struct KvTraits<FloatType::kF16> {
-  __device__ static uint32_t pack(float lo, float hi, float& lo_r, float& hi_r) {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    lo_r = __low2float(v);
-    hi_r = __high2float(v);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared; src_bytes 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// Byte offset of 16-byte chunk `chunk` of row `row` in a [rows, kChunks] tile whose chunks are
-// XOR-swizzled by row % 8, so that the 8 rows one ldmatrix reads hit 8 different bank groups.
-template <int kChunks>
-__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
-  return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & 7))) * 16);
-}
-
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xFFFFFFFFu, v, 1);
-  return v + __shfl_xor_sync(0xFFFFFFFFu, v, 2);
-}
-
 template <FloatType kKvType, int kHeadDim, typename Config>
 __global__ void __launch_bounds__(Config::kThreads, Config::kBlocksPerSm)
 decode_attention_kernel(const DecodeAttentionArgs a) {
@@ -151,8 +74,11 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   uint8_t* ring_s = shared + Config::kQBytes;           // kStages x {K tile, V tile}
   float* ml_s = reinterpret_cast<float*>(ring_s + Config::kRingBytes);  // [warps, 16, 2]
 
-  // The combine kernel may be launched now (it waits for this grid's completion to read).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+  // Launched as a programmatic dependent (pdl.cuh): wait for the previous kernel's writes (q and
+  // the new token's K/V), then let the next kernel (the combine, or o_proj) launch early; it
+  // waits for this grid's completion before reading.
+  pdl_wait();
+  pdl_release();
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
@@ -454,8 +380,7 @@ void launch_decode_attention_instance(const DecodeAttentionArgs& a, cudaStream_t
     shared_limit_raised = true;
   }
   const dim3 grid(a.num_splits, a.num_kv_heads * a.num_row_chunks, a.num_seqs);
-  kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a);
-  BRISK_CUDA_CHECK_LAUNCH();
+  launch_pdl(kernel, grid, Config::kThreads, Config::kSharedBytes, stream, a);
 }
 
 }  // namespace brisk::cuda::decode

@@ -1,0 +1,80 @@
+// Prefill attention: the dispatch table over the support matrix (prefill_attention.h) and the
+// launcher. The kernels are instantiated one head dim per file (prefill_attention_hd*.cu) so
+// that they compile in parallel; the tile shapes below are the heuristics, kept apart from the
+// kernel (prefill_attention.cuh).
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
+
+namespace brisk::cuda {
+namespace prefill {
+
+template <FloatType kKvType, int kHeadDim, int kMTiles, int kTileKeys, int kStages, int kBlocksPerSm>
+void launch_prefill_attention_instance(const PrefillAttentionArgs& a, cudaStream_t stream);
+
+// Instances: key (KV dtype, head_dim), then the shape (m-tiles per warp, keys per tile, stages,
+// blocks per SM). Rows per block = 64 x m-tiles; two m-tiles per warp let each K / V fragment
+// read from shared memory feed two mma's (mma.sync is bound by ldmatrix bandwidth otherwise).
+// hd 128: 128 rows x 64 keys, 2 stages (96 KB), 2 blocks per SM; Q is re-read from shared
+// memory per k-step (in registers it would need 64 more). hd 256: 64 rows x 32 keys.
+#define BRISK_PREFILL_INSTANCES(X) \
+  X(FloatType::kBF16, 64, 2, 64, 3, 2)  \
+  X(FloatType::kF16, 64, 2, 64, 3, 2)   \
+  X(FloatType::kBF16, 128, 2, 32, 3, 2) \
+  X(FloatType::kF16, 128, 2, 32, 3, 2)  \
+  X(FloatType::kBF16, 256, 1, 32, 2, 2) \
+  X(FloatType::kF16, 256, 1, 32, 2, 2)
+
+#define BRISK_DECLARE(type, head_dim, m_tiles, tile_keys, stages, blocks)                             \
+  extern template void launch_prefill_attention_instance<type, head_dim, m_tiles, tile_keys, stages, blocks>( \
+      const PrefillAttentionArgs&, cudaStream_t);
+BRISK_PREFILL_INSTANCES(BRISK_DECLARE)
+#undef BRISK_DECLARE
+
+using Launcher = void (*)(const PrefillAttentionArgs&, cudaStream_t);
+struct TableEntry {
+  FloatType kv_type;
+  int head_dim;
+  PrefillKernelShape shape;
+  Launcher launch;
+};
+
+constexpr TableEntry kTable[] = {
+#define BRISK_ENTRY(type, head_dim, m_tiles, tile_keys, stages, blocks) \
+  {type, head_dim, {m_tiles, tile_keys, stages, blocks},                \
+   &launch_prefill_attention_instance<type, head_dim, m_tiles, tile_keys, stages, blocks>},
+    BRISK_PREFILL_INSTANCES(BRISK_ENTRY)
+#undef BRISK_ENTRY
+};
+
+const TableEntry* find_entry(FloatType kv_type, int head_dim) {
+  for (const TableEntry& entry : kTable) {
+    if (entry.kv_type == kv_type && entry.head_dim == head_dim) return &entry;
+  }
+  return nullptr;
+}
+
+}  // namespace prefill
+
+bool prefill_attention_supports(FloatType kv_type, int head_dim) {
+  return prefill::find_entry(kv_type, head_dim) != nullptr;
+}
+
+PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim) {
+  const prefill::TableEntry* entry = prefill::find_entry(kv_type, head_dim);
+  return entry != nullptr ? entry->shape : PrefillKernelShape{};
+}
+
+bool launch_prefill_attention(const PrefillAttentionArgs& args, cudaStream_t stream) {
+  const prefill::TableEntry* entry = prefill::find_entry(args.kv_type, args.head_dim);
+  if (entry == nullptr) return false;
+  if (args.num_tokens == 0 || args.num_seqs == 0 || args.max_query_len <= 0) return true;
+  PrefillAttentionArgs a = args;
+  const int64_t rows = int64_t{a.num_heads / a.num_kv_heads} * a.max_query_len;
+  a.num_row_tiles = static_cast<int>((rows + entry->shape.rows() - 1) / entry->shape.rows());
+  entry->launch(a, stream);
+  return true;
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,12 @@
+// head_dim 64 instances of the prefill attention kernel (bf16, f16 KV). The table in
+// prefill_attention.cu lists every instance and its tile shape.
+#include "backend/cuda/kernels/prefill_attention/prefill_attention.cuh"
+
+namespace brisk::cuda::prefill {
+
+template void launch_prefill_attention_instance<FloatType::kBF16, 64, 2, 64, 3, 2>(const PrefillAttentionArgs&,
+                                                                                 cudaStream_t);
+template void launch_prefill_attention_instance<FloatType::kF16, 64, 2, 64, 3, 2>(const PrefillAttentionArgs&,
+                                                                                cudaStream_t);
+
+}  // namespace brisk::cuda::prefill

@@ -1,0 +1,158 @@
+// The prefill attention kernel (kernels/prefill_attention/) against the CPU reference, through
+// the attention op, with the tensor-core tolerances of attention_test_util.h: bf16 and f16 KV,
+// head_dim 64 / 128 / 256, groups 1 (MHA), 4, 8 (and others), ragged batches of chunks of 1 to
+// 700 new tokens continuing 0 to 3000 cached ones, partial last blocks, block sizes 8 / 16 / 32
+// over shuffled block tables, sliding windows, and batches that mix decode-length sequences
+// with long chunks (any sequence over 8 new tokens sends the whole batch here). The *Perf*
+// cases time the benchmark shapes of issue #10 (H200: 32 / 8 heads, head_dim 128, causal);
+// bench/attention_peers.py times cuDNN and FlashAttention-2 on the same shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "attention_test_util.h"
+
+namespace brisk::testing {
+namespace {
+
+class PrefillAttention : public ::testing::TestWithParam<DType> {};
+
+void run_cases(DType dtype, const std::vector<AttentionCase>& cases) {
+  unsigned seed = 101;
+  for (const AttentionCase& c : cases) check_attention(dtype, c, seed++);
+}
+
+// {q tokens, context (cached + new)} per sequence.
+TEST_P(PrefillAttention, FreshPrompts) {
+  run_cases(GetParam(), {
+      // heads, kv heads, head_dim, block size, window, sequences
+      {32, 8, 128, 16, 0, {{9, 9}, {16, 16}, {17, 17}, {100, 100}, {257, 257}}},  // G 4
+      {16, 2, 64, 16, 0, {{33, 33}, {300, 300}, {12, 12}}},                        // G 8
+      {4, 4, 128, 16, 0, {{129, 129}, {64, 64}, {65, 65}}},                        // MHA
+      {8, 1, 64, 16, 0, {{200, 200}, {31, 31}}},                                   // MQA
+      {4, 2, 256, 16, 0, {{70, 70}, {10, 10}}},                                    // hd 256
+  });
+}
+
+TEST_P(PrefillAttention, ChunksContinuingContext) {
+  run_cases(GetParam(), {
+      {16, 4, 128, 16, 0, {{300, 3000}, {64, 1000}, {513, 530}, {9, 2049}}},  // G 4
+      {16, 2, 64, 8, 0, {{128, 1500}, {700, 700}, {45, 46}}},   // bs 8
+      {8, 8, 128, 32, 0, {{200, 2100}, {33, 34}, {77, 1000}}},  // MHA, bs 32
+      {8, 1, 128, 16, 0, {{150, 2200}, {16, 3016}}},            // G 8
+      {8, 2, 256, 16, 0, {{40, 900}, {100, 101}}},              // hd 256
+      {12, 4, 64, 16, 0, {{90, 1090}}},                          // G 3: rows straddle tokens
+  });
+}
+
+TEST_P(PrefillAttention, SlidingWindow) {
+  run_cases(GetParam(), {
+      {8, 2, 128, 16, 100, {{300, 1300}, {50, 50}, {200, 200}, {9, 500}}},
+      {16, 4, 64, 8, 64, {{129, 2000}, {70, 70}}},
+      {8, 8, 128, 16, 1, {{40, 100}, {20, 20}}},  // window 1: each token sees itself
+      {8, 1, 64, 16, 513, {{600, 3000}}},         // G 8, window past a tile edge
+  });
+}
+
+TEST_P(PrefillAttention, MixedDecodeAndChunks) {
+  run_cases(GetParam(), {
+      {16, 4, 128, 16, 0, {{1, 1}, {1, 700}, {500, 1200}, {1, 33}, {3, 3}, {12, 2000}}},
+      {16, 2, 64, 16, 0, {{1, 50}, {9, 9}, {1, 2999}}},
+      {8, 2, 128, 16, 0, {{70, 3070}}, false},  // no hints: bounds from the sizes
+  });
+}
+
+TEST_P(PrefillAttention, RaggedBatches) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> q_len(1, 700), cached(0, 3000);
+  const int groups[3][2] = {{8, 8}, {16, 4}, {16, 2}};  // groups 1, 4, 8
+  const int head_dims[3] = {128, 64, 128};
+  const int block_sizes[3] = {16, 32, 16};
+  std::vector<AttentionCase> cases;
+  for (int i = 0; i < 3; ++i) {
+    AttentionCase c{groups[i][0], groups[i][1], head_dims[i], block_sizes[i], 0, {}};
+    for (int s = 0; s < 6; ++s) {
+      const int q = q_len(rng);
+      c.seqs.push_back({q, q + (s % 3 == 0 ? 0 : cached(rng))});
+    }
+    cases.push_back(c);
+  }
+  run_cases(GetParam(), cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, PrefillAttention, ::testing::Values(DType::kBF16, DType::kF16),
+                         [](const auto& info) { return dtype_str(info.param); });
+
+// One benchmark batch: bf16, 32 / 8 heads, head_dim 128, block size 16, blocks in a random order,
+// each sequence's new tokens the last q_len of its context (their K / V already in the cache).
+// FLOPs: useful causal ones, 4 heads d (q_len (context - q_len) + q_len^2 / 2) per sequence.
+void prefill_attention_perf(const std::string& name, const std::vector<Seq>& seqs) {
+  constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
+  Allocator& alloc = cuda_backend().allocator();
+  const int num_seqs = static_cast<int>(seqs.size());
+  int max_blocks = 0, max_q = 0, max_context = 0;
+  int64_t num_tokens = 0;
+  double flops = 0;
+  for (const Seq& s : seqs) {
+    max_blocks = std::max(max_blocks, (s.context_len + kBlockSize - 1) / kBlockSize);
+    max_q = std::max(max_q, s.q_len);
+    max_context = std::max(max_context, s.context_len);
+    num_tokens += s.q_len;
+    flops += 4.0 * kHeads * kHeadDim *
+             (double(s.q_len) * (s.context_len - s.q_len) + 0.5 * double(s.q_len) * s.q_len);
+  }
+  const int64_t num_blocks = int64_t{num_seqs} * max_blocks;
+  std::vector<int32_t> ids(num_blocks), starts{0}, lens;
+  for (int64_t i = 0; i < num_blocks; ++i) ids[i] = static_cast<int32_t>(i);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+  int64_t start = 0;
+  for (const Seq& s : seqs) {
+    start += s.q_len;
+    starts.push_back(static_cast<int32_t>(start));
+    lens.push_back(s.context_len);
+  }
+  Tensor tables_d = to_device(TensorView(ids.data(), DType::kI32, {num_seqs, max_blocks}));
+  Tensor starts_d = to_device(TensorView(starts.data(), DType::kI32, {num_seqs + 1}));
+  Tensor lens_d = to_device(TensorView(lens.data(), DType::kI32, {num_seqs}));
+  const Shape cache_shape{num_blocks, kKvHeads, kBlockSize, kHeadDim};
+  Tensor k(alloc, DType::kBF16, cache_shape), v(alloc, DType::kBF16, cache_shape);
+  const int64_t width = int64_t{kHeads + 2 * kKvHeads} * kHeadDim;
+  Tensor qkv(alloc, DType::kBF16, {num_tokens, width});
+  Tensor out(alloc, DType::kBF16, {num_tokens, int64_t{kHeads} * kHeadDim});
+  fill_random(k, 1);
+  fill_random(v, 2);
+  fill_random(qkv, 3);
+  AttentionParams p;
+  p.q = qkv.view().slice(1, 0, int64_t{kHeads} * kHeadDim);
+  p.k_cache = k;
+  p.v_cache = v;
+  p.block_tables = tables_d;
+  p.query_start = starts_d;
+  p.context_lens = lens_d;
+  p.out = out;
+  p.num_heads = kHeads;
+  p.num_kv_heads = kKvHeads;
+  p.head_dim = kHeadDim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  p.max_query_len = max_q;
+  p.max_context_len = max_context;
+  report_perf("prefill_attention", name, 0.0, flops, [&] { cuda_backend().attention(p); }, 20);
+}
+
+// The four shapes of issue #10 (bench/attention_peers.py names them the same way).
+TEST(PrefillAttentionPerf, IssueShapes) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  prefill_attention_perf("bf16 prefill 4x4096 32/8 hd 128", std::vector<Seq>(4, {4096, 4096}));
+  prefill_attention_perf("bf16 prefill 1x16384 32/8 hd 128", {{16384, 16384}});
+  std::vector<Seq> ragged;  // 64 lengths in [100, 2000], the same formula as the peers script
+  for (int i = 0; i < 64; ++i) {
+    const int len = 100 + (i * 977 + 331) % 1901;
+    ragged.push_back({len, len});
+  }
+  prefill_attention_perf("bf16 prefill ragged 64x100-2000 32/8 hd 128", ragged);
+  prefill_attention_perf("bf16 chunk 2048 after 14336 32/8 hd 128", {{2048, 16384}});
+}
+
+}  // namespace
+}  // namespace brisk::testing
