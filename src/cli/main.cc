@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    brisk::log_to_stderr();
     brisk::set_log_level(log_level);
     for (auto& [command, run] : commands)
       if (command->parsed()) return run();

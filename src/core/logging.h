@@ -7,5 +7,7 @@ namespace brisk {
 
 // Sets the global level from a name (trace, debug, info, warn, error, off); throws on others.
 void set_log_level(const std::string& level);
+// Sends the default logger's messages to stderr (commands print their results on stdout).
+void log_to_stderr();
 
 }  // namespace brisk

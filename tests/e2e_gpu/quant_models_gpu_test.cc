@@ -6,8 +6,8 @@
 //   hf_goldens_gpu_test.cc), after which the continuation is not compared;
 // - prefill logits (prompts of 5 and 29 tokens: the small-M kernel and the dequantize + cuBLASLt
 //   path) within the bf16 bounds of hf_goldens_gpu_test.cc (mean 0.08, max 1.2);
-// - with f32 activations (BRISK_CUDA_ACTIVATION_DTYPE=f32) every op runs in fp32 and the logits
-//   must match the reference within 1e-3 + 1e-3 * |x|.
+// - with f32 activations (BRISK_CUDA_ACTIVATION_DTYPE=f32): the int4 kernel's logits within
+//   2e-4 + 2e-4 * |x| of the same folder dequantized to dense f32 on the GPU (see the test).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,21 +116,33 @@ TEST_P(QuantModelGpu, PrefillLogitsMatchDequantizedCpu) {
   }
 }
 
-TEST_P(QuantModelGpu, F32ActivationsMatchTightly) {
+// f32 activations, the int4 kernel against the same folder loaded with its int4 layers
+// dequantized to dense f32 weights (full-fp32 GEMMs), both on the GPU: everything else is the
+// same in both runs (the 16-bit embedding / lm_head round f32 activations to their dtype alike,
+// gemm_runner.h), so only fp32 summation order differs, and the zero-point folding of M <= 2
+// (~2^-17 relative). (Against the CPU, the lm_head rounding alone moves logits by up to ~1e-2.)
+TEST_P(QuantModelGpu, F32ActivationsMatchTheDequantizedModel) {
   setenv("BRISK_CUDA_ACTIVATION_DTYPE", "f32", 1);
   std::unique_ptr<Backend> backend = make_backend("cuda");
   unsetenv("BRISK_CUDA_ACTIVATION_DTYPE");
   auto model = LlamaModel::load(dir_, *backend);
+  ModelLoadOptions dense;
+  dense.dequantize_int4 = true;
+  auto reference = LlamaModel::load(dir_, *backend, dense);
   for (const auto& prompt : prompts()) {
-    KvCache gpu_cache(model->config(), *backend, DType::kF32, 8, 16);
-    KvCache cpu_cache(reference_->config(), *cpu_, reference_->activation_dtype(), 8, 16);
-    Tensor expected = forward(*reference_, *cpu_, prompt, 0, true, cpu_cache);
-    Tensor actual = forward(*model, *backend, prompt, 0, true, gpu_cache);
+    KvCache cache(model->config(), *backend, DType::kF32, 8, 16);
+    KvCache reference_cache(reference->config(), *backend, DType::kF32, 8, 16);
+    Tensor expected = forward(*reference, *backend, prompt, 0, true, reference_cache);
+    Tensor actual = forward(*model, *backend, prompt, 0, true, cache);
+    double worst = 0;
     for (int64_t j = 0; j < expected.view().num_elements(); ++j) {
       const float e = expected.data_as<float>()[j];
-      ASSERT_NEAR(actual.data_as<float>()[j], e, 1e-3 + 1e-3 * std::fabs(e))
+      worst = std::max(worst, static_cast<double>(std::fabs(actual.data_as<float>()[j] - e)));
+      ASSERT_NEAR(actual.data_as<float>()[j], e, 2e-4 + 2e-4 * std::fabs(e))
           << GetParam() << " prompt of " << prompt.size() << " element " << j;
     }
+    std::printf("%s prompt of %zu, f32 activations: max |int4 - dequantized| %.2e\n", GetParam().c_str(),
+                prompt.size(), worst);
   }
 }
 

@@ -161,4 +161,63 @@ inline void check_attention(DType dtype, const AttentionCase& c, unsigned seed) 
   EXPECT_LE(relative, dtype == DType::kBF16 ? 4e-3 : 5e-4) << what << kernel << ": relative L2 error";
 }
 
+// A benchmark batch made on the device: bf16, random K / V / q (q a slice of a qkv-like tensor),
+// each sequence's blocks in a random order; the returned params (hints set) stay valid while the
+// batch lives.
+struct DeviceAttentionBatch {
+  Tensor block_tables, query_start, context_lens, k_cache, v_cache, qkv, out;
+  AttentionParams params;
+};
+
+inline DeviceAttentionBatch make_device_attention_batch(const std::vector<Seq>& seqs, int num_heads,
+                                                         int num_kv_heads, int head_dim, int block_size) {
+  Allocator& alloc = cuda_backend().allocator();
+  const int num_seqs = static_cast<int>(seqs.size());
+  int max_blocks = 0, max_q = 0, max_context = 0;
+  int64_t num_tokens = 0;
+  for (const Seq& s : seqs) {
+    max_blocks = std::max(max_blocks, (s.context_len + block_size - 1) / block_size);
+    max_q = std::max(max_q, s.q_len);
+    max_context = std::max(max_context, s.context_len);
+    num_tokens += s.q_len;
+  }
+  const int64_t num_blocks = int64_t{num_seqs} * max_blocks;
+  std::vector<int32_t> ids(num_blocks), starts{0}, lens;
+  for (int64_t i = 0; i < num_blocks; ++i) ids[i] = static_cast<int32_t>(i);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+  int32_t start = 0;
+  for (const Seq& s : seqs) {
+    start += s.q_len;
+    starts.push_back(start);
+    lens.push_back(s.context_len);
+  }
+  DeviceAttentionBatch b;
+  b.block_tables = to_device(TensorView(ids.data(), DType::kI32, {num_seqs, max_blocks}));
+  b.query_start = to_device(TensorView(starts.data(), DType::kI32, {num_seqs + 1}));
+  b.context_lens = to_device(TensorView(lens.data(), DType::kI32, {num_seqs}));
+  const Shape cache_shape{num_blocks, num_kv_heads, block_size, head_dim};
+  b.k_cache = Tensor(alloc, DType::kBF16, cache_shape);
+  b.v_cache = Tensor(alloc, DType::kBF16, cache_shape);
+  b.qkv = Tensor(alloc, DType::kBF16, {num_tokens, int64_t{num_heads + 2 * num_kv_heads} * head_dim});
+  b.out = Tensor(alloc, DType::kBF16, {num_tokens, int64_t{num_heads} * head_dim});
+  fill_random(b.k_cache, 1);
+  fill_random(b.v_cache, 2);
+  fill_random(b.qkv, 3);
+  AttentionParams& p = b.params;
+  p.q = b.qkv.view().slice(1, 0, int64_t{num_heads} * head_dim);
+  p.k_cache = b.k_cache;
+  p.v_cache = b.v_cache;
+  p.block_tables = b.block_tables;
+  p.query_start = b.query_start;
+  p.context_lens = b.context_lens;
+  p.out = b.out;
+  p.num_heads = num_heads;
+  p.num_kv_heads = num_kv_heads;
+  p.head_dim = head_dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  p.max_query_len = max_q;
+  p.max_context_len = max_context;
+  return b;
+}
+
 }  // namespace brisk::testing

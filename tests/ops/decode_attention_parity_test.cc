@@ -80,48 +80,14 @@ INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16
 // blocks of each sequence in a random order. Bandwidth counts the K and V bytes read once.
 void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads) {
   constexpr int kHeadDim = 128;
-  constexpr int kBlockSize = 16;
-  Allocator& alloc = cuda_backend().allocator();
-  const int blocks_per_seq = (context_len + kBlockSize - 1) / kBlockSize;
-  const int64_t num_blocks = int64_t{num_seqs} * blocks_per_seq;
-  std::vector<int32_t> tables(num_blocks), starts{0}, lens;
-  for (int64_t i = 0; i < num_blocks; ++i) tables[i] = static_cast<int32_t>(i);
-  std::shuffle(tables.begin(), tables.end(), std::mt19937(3));
-  for (int s = 0; s < num_seqs; ++s) {
-    starts.push_back(s + 1);
-    lens.push_back(context_len);
-  }
-  Tensor tables_d = to_device(TensorView(tables.data(), DType::kI32, {num_seqs, blocks_per_seq}));
-  Tensor starts_d = to_device(TensorView(starts.data(), DType::kI32, {num_seqs + 1}));
-  Tensor lens_d = to_device(TensorView(lens.data(), DType::kI32, {num_seqs}));
-  const Shape cache_shape{num_blocks, num_kv_heads, kBlockSize, kHeadDim};
-  Tensor k(alloc, DType::kBF16, cache_shape), v(alloc, DType::kBF16, cache_shape);
-  const int64_t width = int64_t{num_heads + 2 * num_kv_heads} * kHeadDim;
-  Tensor qkv(alloc, DType::kBF16, {num_seqs, width});
-  Tensor out(alloc, DType::kBF16, {num_seqs, int64_t{num_heads} * kHeadDim});
-  fill_random(k, 1);
-  fill_random(v, 2);
-  fill_random(qkv, 3);
-  AttentionParams p;
-  p.q = qkv.view().slice(1, 0, int64_t{num_heads} * kHeadDim);
-  p.k_cache = k;
-  p.v_cache = v;
-  p.block_tables = tables_d;
-  p.query_start = starts_d;
-  p.context_lens = lens_d;
-  p.out = out;
-  p.num_heads = num_heads;
-  p.num_kv_heads = num_kv_heads;
-  p.head_dim = kHeadDim;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-  p.max_query_len = 1;
-  p.max_context_len = context_len;
+  DeviceAttentionBatch batch = make_device_attention_batch(std::vector<Seq>(num_seqs, {1, context_len}), num_heads,
+                                                           num_kv_heads, kHeadDim, 16);
   const double kv_bytes = double(num_seqs) * context_len * num_kv_heads * kHeadDim * 2 * 2;
   const double flops = 4.0 * num_seqs * num_heads * kHeadDim * context_len;
   report_perf("decode_attention",
               "bf16 B " + std::to_string(num_seqs) + " ctx " + std::to_string(context_len) + " " +
                   std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " hd 128",
-              kv_bytes, flops, [&] { cuda_backend().attention(p); }, 50);
+              kv_bytes, flops, [&] { cuda_backend().attention(batch.params); }, 50);
 }
 
 // The five shapes of issue #7; bench/attention_peers.py times cuDNN and FlashAttention-2 on the

@@ -88,56 +88,12 @@ INSTANTIATE_TEST_SUITE_P(DTypes, PrefillAttention, ::testing::Values(DType::kBF1
 // each sequence's new tokens the last q_len of its context (their K / V already in the cache).
 // FLOPs: useful causal ones, 4 heads d (q_len (context - q_len) + q_len^2 / 2) per sequence.
 void prefill_attention_perf(const std::string& name, const std::vector<Seq>& seqs) {
-  constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
-  Allocator& alloc = cuda_backend().allocator();
-  const int num_seqs = static_cast<int>(seqs.size());
-  int max_blocks = 0, max_q = 0, max_context = 0;
-  int64_t num_tokens = 0;
+  constexpr int kHeads = 32, kHeadDim = 128;
   double flops = 0;
-  for (const Seq& s : seqs) {
-    max_blocks = std::max(max_blocks, (s.context_len + kBlockSize - 1) / kBlockSize);
-    max_q = std::max(max_q, s.q_len);
-    max_context = std::max(max_context, s.context_len);
-    num_tokens += s.q_len;
-    flops += 4.0 * kHeads * kHeadDim *
-             (double(s.q_len) * (s.context_len - s.q_len) + 0.5 * double(s.q_len) * s.q_len);
-  }
-  const int64_t num_blocks = int64_t{num_seqs} * max_blocks;
-  std::vector<int32_t> ids(num_blocks), starts{0}, lens;
-  for (int64_t i = 0; i < num_blocks; ++i) ids[i] = static_cast<int32_t>(i);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
-  int64_t start = 0;
-  for (const Seq& s : seqs) {
-    start += s.q_len;
-    starts.push_back(static_cast<int32_t>(start));
-    lens.push_back(s.context_len);
-  }
-  Tensor tables_d = to_device(TensorView(ids.data(), DType::kI32, {num_seqs, max_blocks}));
-  Tensor starts_d = to_device(TensorView(starts.data(), DType::kI32, {num_seqs + 1}));
-  Tensor lens_d = to_device(TensorView(lens.data(), DType::kI32, {num_seqs}));
-  const Shape cache_shape{num_blocks, kKvHeads, kBlockSize, kHeadDim};
-  Tensor k(alloc, DType::kBF16, cache_shape), v(alloc, DType::kBF16, cache_shape);
-  const int64_t width = int64_t{kHeads + 2 * kKvHeads} * kHeadDim;
-  Tensor qkv(alloc, DType::kBF16, {num_tokens, width});
-  Tensor out(alloc, DType::kBF16, {num_tokens, int64_t{kHeads} * kHeadDim});
-  fill_random(k, 1);
-  fill_random(v, 2);
-  fill_random(qkv, 3);
-  AttentionParams p;
-  p.q = qkv.view().slice(1, 0, int64_t{kHeads} * kHeadDim);
-  p.k_cache = k;
-  p.v_cache = v;
-  p.block_tables = tables_d;
-  p.query_start = starts_d;
-  p.context_lens = lens_d;
-  p.out = out;
-  p.num_heads = kHeads;
-  p.num_kv_heads = kKvHeads;
-  p.head_dim = kHeadDim;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-  p.max_query_len = max_q;
-  p.max_context_len = max_context;
-  report_perf("prefill_attention", name, 0.0, flops, [&] { cuda_backend().attention(p); }, 20);
+  for (const Seq& s : seqs)
+    flops += 4.0 * kHeads * kHeadDim * (double(s.q_len) * (s.context_len - s.q_len) + 0.5 * double(s.q_len) * s.q_len);
+  DeviceAttentionBatch batch = make_device_attention_batch(seqs, kHeads, 8, kHeadDim, 16);
+  report_perf("prefill_attention", name, 0.0, flops, [&] { cuda_backend().attention(batch.params); }, 20);
 }
 
 // The four shapes of issue #10 (bench/attention_peers.py names them the same way).

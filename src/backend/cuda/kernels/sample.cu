@@ -90,6 +90,20 @@ __device__ float row_max(const float* logits, int64_t vocab, SampleShared& sh) {
   return block_max(value, sh);
 }
 
+// The lowest of the threads' candidate indices whose value is max_value (INT32_MAX: none).
+__device__ int block_first_index_of(float value, int index, float max_value, SampleShared& sh) {
+  int candidate = (index != INT32_MAX && value == max_value) ? index : INT32_MAX;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    candidate = min(candidate, __shfl_xor_sync(0xFFFFFFFFu, candidate, offset));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sh.warp_int[threadIdx.x / 32] = candidate;
+  __syncthreads();
+  int result = INT32_MAX;
+  for (int w = 0; w < kWarps; ++w) result = min(result, sh.warp_int[w]);
+  return result;
+}
+
 // The first index of the largest value; 0 when every logit is -inf or NaN (the CPU's argmax
 // starts at index 0 and only moves on a strictly greater value).
 __device__ int block_argmax(const float* logits, int64_t vocab, SampleShared& sh) {
@@ -102,16 +116,7 @@ __device__ int block_argmax(const float* logits, int64_t vocab, SampleShared& sh
       best_index = static_cast<int>(v);
     }
   }
-  const float max_value = block_max(best, sh);
-  int candidate = (best_index != INT32_MAX && best == max_value) ? best_index : INT32_MAX;
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    candidate = min(candidate, __shfl_xor_sync(0xFFFFFFFFu, candidate, offset));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) sh.warp_int[threadIdx.x / 32] = candidate;
-  __syncthreads();
-  int result = INT32_MAX;
-  for (int w = 0; w < kWarps; ++w) result = min(result, sh.warp_int[w]);
+  const int result = block_first_index_of(best, best_index, block_max(best, sh), sh);
   return result == INT32_MAX ? 0 : result;
 }
 
@@ -418,15 +423,7 @@ __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(TopLogprobsArgs 
       }
     }
     const float max_value = block_max(best_index == INT32_MAX ? -INFINITY : best, sh);
-    int candidate = (best_index != INT32_MAX && best == max_value) ? best_index : INT32_MAX;
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1)
-      candidate = min(candidate, __shfl_xor_sync(0xFFFFFFFFu, candidate, offset));
-    __syncthreads();
-    if (threadIdx.x % 32 == 0) sh.warp_int[threadIdx.x / 32] = candidate;
-    __syncthreads();
-    int index = INT32_MAX;
-    for (int w = 0; w < kWarps; ++w) index = min(index, sh.warp_int[w]);
+    const int index = block_first_index_of(best, best_index, max_value, sh);
     prev_value = max_value;
     prev_index = index;
     if (threadIdx.x == 0) {

@@ -54,12 +54,12 @@ bool use_prefill_kernel(const AttentionArgs& a) {
          std::has_single_bit(static_cast<unsigned>(a.block_size));
 }
 
-void prefill_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
-  PrefillAttentionArgs a;
+// The part of the generic arguments both tensor-core kernels take.
+PagedAttentionArgs paged_args(const AttentionArgs& g) {
+  PagedAttentionArgs a;
   a.q = g.q;
   a.q_stride = g.q_stride;
   a.q_type = g.q_type;
-  a.q_vectorized = reinterpret_cast<uintptr_t>(g.q) % 16 == 0 && g.q_stride % 8 == 0;
   a.k_cache = g.k_cache;
   a.v_cache = g.v_cache;
   a.kv_type = g.k_type;
@@ -71,7 +71,6 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
   a.out = g.out;
   a.out_stride = g.out_stride;
   a.out_type = g.out_type;
-  a.out_pairs = reinterpret_cast<uintptr_t>(g.out) % 4 == 0 && g.out_stride % 2 == 0;
   a.num_seqs = g.num_seqs;
   a.num_tokens = g.num_tokens;
   a.num_heads = g.num_heads;
@@ -80,6 +79,14 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
   a.block_size_log2 = std::countr_zero(static_cast<unsigned>(g.block_size));
   a.scale = g.scale;
   a.sliding_window = g.sliding_window;
+  return a;
+}
+
+void prefill_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
+  PrefillAttentionArgs a;
+  static_cast<PagedAttentionArgs&>(a) = paged_args(g);
+  a.q_vectorized = reinterpret_cast<uintptr_t>(g.q) % 16 == 0 && g.q_stride % 8 == 0;
+  a.out_pairs = reinterpret_cast<uintptr_t>(g.out) % 4 == 0 && g.out_stride % 2 == 0;
   a.max_query_len = g.max_query_len;
   const PrefillKernelShape shape = prefill_attention_shape(a.kv_type, a.head_dim);
   const int64_t row_tiles =
@@ -93,29 +100,8 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
 
 void decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
   DecodeAttentionArgs a;
-  a.q = g.q;
-  a.q_stride = g.q_stride;
-  a.q_type = g.q_type;
-  a.k_cache = g.k_cache;
-  a.v_cache = g.v_cache;
-  a.kv_type = g.k_type;
-  a.block_tables = g.block_tables;
-  a.max_blocks_per_seq = g.max_blocks_per_seq;
-  a.num_cache_blocks = g.num_cache_blocks;
-  a.query_start = g.query_start;
-  a.context_lens = g.context_lens;
-  a.out = g.out;
-  a.out_stride = g.out_stride;
-  a.out_type = g.out_type;
+  static_cast<PagedAttentionArgs&>(a) = paged_args(g);
   a.out_vectorized = rows_vectorizable(p.out);
-  a.num_seqs = g.num_seqs;
-  a.num_tokens = g.num_tokens;
-  a.num_heads = g.num_heads;
-  a.num_kv_heads = g.num_kv_heads;
-  a.head_dim = g.head_dim;
-  a.block_size_log2 = std::countr_zero(static_cast<unsigned>(g.block_size));
-  a.scale = g.scale;
-  a.sliding_window = g.sliding_window;
   a.num_row_chunks = decode_attention_row_chunks(g.num_heads / g.num_kv_heads, g.max_query_len);
   BRISK_CHECK(int64_t{a.num_kv_heads} * a.num_row_chunks <= 65535,
               "attention: {} kv heads x {} row chunks exceed the decode kernel's grid", a.num_kv_heads,

@@ -27,6 +27,7 @@
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
@@ -35,8 +36,9 @@ namespace brisk::cuda::decode {
 constexpr int kKeysPerWarp = 16;
 static_assert(kDecodeRowsPerBlock == 16);
 // Shared-memory plan and copy mapping of one kernel shape (decode_attention.h: DecodeKernelShape).
-template <int kHeadDim, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg>
+template <int kHeadDimArg, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg>
 struct DecodeConfig {
+  static constexpr int kHeadDim = kHeadDimArg;
   static constexpr int kWarps = kWarpsArg;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kTileKeys = kWarps * kKeysPerWarp;  // keys per pipeline stage
@@ -108,56 +110,10 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   const int num_tiles = static_cast<int>(int64_t{split + 1} * num_all_tiles / a.num_splits) - tile_begin;
   const int split_key0 = key_base + tile_begin * kTileKeys;
 
-  // Copies: thread tid moves chunk tid % kChunks of keys tid / kChunks + i * kKeyStep.
-  const int load_chunk = tid % kChunks;
-  const int load_key0 = tid / kChunks;
-  const int block_mask = (1 << a.block_size_log2) - 1;
-  const int32_t* block_table = a.block_tables + int64_t{seq} * a.max_blocks_per_seq;
-  const char* k_cache = static_cast<const char*>(a.k_cache);
-  const char* v_cache = static_cast<const char*>(a.v_cache);
-  // Block ids of a tile's keys for this thread's copies (-1: no copy, zeros land instead).
-  auto fetch_ids = [&](int tile, int (&ids)[kLoads]) {
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int key = split_key0 + tile * kTileKeys + load_key0 + i * Config::kKeyStep;
-      const int block = key >> a.block_size_log2;
-      ids[i] = -1;
-      if (tile < num_tiles && key < key_end && block < a.max_blocks_per_seq) ids[i] = block_table[block];
-    }
-  };
-  auto issue = [&](int tile, const int (&ids)[kLoads]) {
-    if (tile >= num_tiles) return;
-    uint8_t* k_dst = ring_s + (tile % kStages) * Config::kStageBytes;
-    uint8_t* v_dst = k_dst + Config::kTileBytes;
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const int local = load_key0 + i * Config::kKeyStep;
-      const int key = split_key0 + tile * kTileKeys + local;
-      const int id = ids[i];
-      const bool valid = key < key_end && id >= 0 && id < a.num_cache_blocks;
-      const int64_t element =
-          valid ? (((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)) *
-                          kHeadDim + load_chunk * 8
-                : 0;
-      const uint32_t dst = swizzled<kChunks>(local, load_chunk);
-      cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
-      cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
-    }
-  };
-
-  // Pipeline fill first (the ids of all its tiles in flight together), then q meanwhile.
-  {
-    int fill_ids[kStages - 1][kLoads];
-#pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) fetch_ids(s, fill_ids[s]);
-#pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
-      issue(s, fill_ids[s]);
-      cp_async_commit();
-    }
-  }
+  // K/V tiles from the paged cache; the pipeline is filled first, then q is staged meanwhile.
+  const PagedKvTiles<Config, DecodeAttentionArgs> tiles(a, seq, kv_head, split_key0, key_end, num_tiles);
   int table_ids[kLoads];  // ids of the next tile to issue, loaded one tile ahead
-  fetch_ids(kStages - 1, table_ids);
+  tiles.fill(ring_s, table_ids);
 
   // q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
   for (int e = tid; e < kDecodeRowsPerBlock * kChunks; e += kThreads) {
@@ -219,9 +175,9 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   for (int t = 0; t < num_tiles; ++t) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
-    issue(t + kStages - 1, table_ids);
+    tiles.issue(t + kStages - 1, table_ids, ring_s);
     cp_async_commit();
-    fetch_ids(t + kStages, table_ids);
+    tiles.fetch_ids(t + kStages, table_ids);
 
     const int warp_key0 = split_key0 + t * kTileKeys + warp * kKeysPerWarp;
     if (warp_key0 > last_position || warp_key0 + kKeysPerWarp - 1 < lowest_key) continue;

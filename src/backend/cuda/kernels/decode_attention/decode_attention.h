@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/paged_attention_args.h"
 
 namespace brisk::cuda {
 
@@ -32,30 +33,8 @@ struct DecodeKernelShape {
   constexpr int tile_keys() const { return warps * 16; }
 };
 
-struct DecodeAttentionArgs {
-  const void* q = nullptr;  // [num_tokens, num_heads * head_dim] rows of q_stride elements
-  int64_t q_stride = 0;
-  FloatType q_type = FloatType::kBF16;
-  const void* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
-  const void* v_cache = nullptr;
-  FloatType kv_type = FloatType::kBF16;
-  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
-  int64_t max_blocks_per_seq = 0;
-  int64_t num_cache_blocks = 0;  // block ids outside [0, num_cache_blocks) read as zeros
-  const int32_t* query_start = nullptr;   // [num_seqs + 1]
-  const int32_t* context_lens = nullptr;  // [num_seqs]
-  void* out = nullptr;  // [num_tokens, num_heads * head_dim] rows of out_stride elements
-  int64_t out_stride = 0;
-  FloatType out_type = FloatType::kBF16;
+struct DecodeAttentionArgs : PagedAttentionArgs {
   bool out_vectorized = false;  // out rows 16-byte aligned: 8 elements per store
-  int num_seqs = 0;
-  int num_tokens = 0;
-  int num_heads = 0;
-  int num_kv_heads = 0;
-  int head_dim = 0;
-  int block_size_log2 = 4;
-  float scale = 1.0f;
-  int sliding_window = 0;
   // Launch shape, from host-known sizes only (CUDA-graph safe): the context bound (an upper
   // bound of every context_lens; it picks the kernel shape and sizes the splits), row chunks of
   // 16 (token, head) rows per kv head, and key splits; each split covers an equal share of the

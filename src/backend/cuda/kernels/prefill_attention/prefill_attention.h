@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/paged_attention_args.h"
 
 namespace brisk::cuda {
 
@@ -30,31 +31,9 @@ struct PrefillKernelShape {
   constexpr int rows() const { return 4 * 16 * m_tiles; }
 };
 
-struct PrefillAttentionArgs {
-  const void* q = nullptr;  // [num_tokens, num_heads * head_dim] rows of q_stride elements
-  int64_t q_stride = 0;
-  FloatType q_type = FloatType::kBF16;
+struct PrefillAttentionArgs : PagedAttentionArgs {
   bool q_vectorized = false;  // q 16-byte aligned, q_stride a multiple of 8: 16-byte loads
-  const void* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
-  const void* v_cache = nullptr;
-  FloatType kv_type = FloatType::kBF16;
-  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
-  int64_t max_blocks_per_seq = 0;
-  int64_t num_cache_blocks = 0;  // block ids outside [0, num_cache_blocks) read as zeros
-  const int32_t* query_start = nullptr;   // [num_seqs + 1]
-  const int32_t* context_lens = nullptr;  // [num_seqs]: cached + new tokens
-  void* out = nullptr;  // [num_tokens, num_heads * head_dim] rows of out_stride elements
-  int64_t out_stride = 0;
-  FloatType out_type = FloatType::kBF16;
   bool out_pairs = false;  // out 4-byte aligned, out_stride even: 16-bit outputs stored in pairs
-  int num_seqs = 0;
-  int num_tokens = 0;
-  int num_heads = 0;
-  int num_kv_heads = 0;
-  int head_dim = 0;
-  int block_size_log2 = 4;
-  float scale = 1.0f;
-  int sliding_window = 0;
   int max_query_len = 0;  // host-known upper bound of every sequence's new tokens: sizes the grid
   int num_row_tiles = 0;  // set by the launcher: ceil(group * max_query_len / rows)
 };

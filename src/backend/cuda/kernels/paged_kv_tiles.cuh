@@ -1,0 +1,95 @@
+// The K/V tiles of one (sequence, KV head) streamed from the paged cache into a shared-memory ring
+// by the tensor-core attention kernels (decode_attention/, prefill_attention/). Tile t holds keys
+// [key0 + t * kTileKeys, ...); thread tid copies the 16-byte chunk tid % kChunks of keys
+// tid / kChunks + i * kKeyStep with cp.async, into the XOR-swizzled rows of ring stage
+// t % kStages. Keys at or past key_end, or whose block-table entry is outside the table or the
+// cache, land as zeros (and read nothing). The block-table entries of a tile are fetched a tile
+// ahead (fetch_ids), so their latency hides behind the current tile's math.
+//
+// Config provides kHeadDim, kTileKeys, kChunks, kLoadsPerThread, kKeyStep, kStages, kStageBytes
+// and kTileBytes; Args (the kernel's argument struct, read in place like the kernels' own code
+// does) block_tables, max_blocks_per_seq, k_cache, v_cache, num_kv_heads, block_size_log2 and
+// num_cache_blocks.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/kernels/mma_common.cuh"
+
+namespace brisk::cuda {
+
+template <class Config, class Args>
+struct PagedKvTiles {
+  static constexpr int kLoads = Config::kLoadsPerThread;
+
+  __device__ __forceinline__ PagedKvTiles(const Args& args, int seq, int kv_head_arg, int key0_arg, int key_end_arg,
+                                          int num_tiles_arg)
+      : a(args),
+        block_table(args.block_tables + int64_t{seq} * args.max_blocks_per_seq),
+        kv_head(kv_head_arg),
+        key0(key0_arg),
+        key_end(key_end_arg),
+        num_tiles(num_tiles_arg),
+        load_chunk(static_cast<int>(threadIdx.x) % Config::kChunks),
+        load_key0(static_cast<int>(threadIdx.x) / Config::kChunks) {}
+
+  // Block ids of tile `tile`'s keys for this thread's copies (-1: no copy, zeros land instead).
+  __device__ __forceinline__ void fetch_ids(int tile, int (&ids)[kLoads]) const {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int key = key0 + tile * Config::kTileKeys + load_key0 + i * Config::kKeyStep;
+      const int block = key >> a.block_size_log2;
+      ids[i] = -1;
+      if (tile < num_tiles && key < key_end && block < a.max_blocks_per_seq) ids[i] = block_table[block];
+    }
+  }
+
+  // Queues the copies of tile `tile` into its ring stage (nothing past the last tile).
+  __device__ __forceinline__ void issue(int tile, const int (&ids)[kLoads], uint8_t* ring) const {
+    if (tile >= num_tiles) return;
+    uint8_t* k_dst = ring + (tile % Config::kStages) * Config::kStageBytes;
+    uint8_t* v_dst = k_dst + Config::kTileBytes;
+    const int block_mask = (1 << a.block_size_log2) - 1;
+    const char* k_cache = static_cast<const char*>(a.k_cache);
+    const char* v_cache = static_cast<const char*>(a.v_cache);
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int local = load_key0 + i * Config::kKeyStep;
+      const int key = key0 + tile * Config::kTileKeys + local;
+      const int id = ids[i];
+      const bool valid = key < key_end && id >= 0 && id < a.num_cache_blocks;
+      const int64_t element =
+          valid ? (((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)) *
+                          Config::kHeadDim + load_chunk * 8
+                : 0;
+      const uint32_t dst = swizzled<Config::kChunks>(local, load_chunk);
+      cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
+      cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
+    }
+  }
+
+  // Fills the pipeline (the ids of all its tiles in flight together, one commit group per
+  // stage) and returns in next_ids the ids of the first tile not yet issued.
+  __device__ __forceinline__ void fill(uint8_t* ring, int (&next_ids)[kLoads]) const {
+    int fill_ids[Config::kStages - 1][kLoads];
+#pragma unroll
+    for (int s = 0; s < Config::kStages - 1; ++s) fetch_ids(s, fill_ids[s]);
+#pragma unroll
+    for (int s = 0; s < Config::kStages - 1; ++s) {
+      issue(s, fill_ids[s], ring);
+      cp_async_commit();
+    }
+    fetch_ids(Config::kStages - 1, next_ids);
+  }
+
+  const Args& a;
+  const int32_t* block_table;  // the sequence's row
+  int kv_head;
+  int key0;
+  int key_end;
+  int num_tiles;
+  int load_chunk;
+  int load_key0;
+};
+
+}  // namespace brisk::cuda
