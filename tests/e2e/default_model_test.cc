@@ -89,8 +89,9 @@ TEST(DefaultModel, GreedyTokensMatchTransformers) {
     request.sampling.ignore_eos = true;
     auto result = testing::run_request(*engine, request);
     EXPECT_EQ(result.tokens, expected) << c.dump();
-    if (c.contains("pinned_text") && expected.size() == c.at("greedy_ids").size())
+    if (c.contains("pinned_text") && expected.size() == c.at("greedy_ids").size()) {
       EXPECT_EQ(tokenizer->decode(result.tokens, true), c.at("pinned_text").get<std::string>());
+    }
   }
 }
 
