@@ -33,7 +33,7 @@ void EventPump::watch(std::shared_ptr<RequestStream> stream, int32_t num_samples
                       std::shared_ptr<EventInbox> inbox) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    incoming_.push_back({std::move(stream), num_samples, prompt_index, std::move(inbox), false});
+    incoming_.push_back({std::move(stream), num_samples, prompt_index, std::move(inbox)});
   }
   wake_.notify_all();
 }
@@ -46,12 +46,9 @@ bool EventPump::sweep(std::vector<Watched>& watched) {
       std::optional<RequestEvent> event = w.stream->next(std::chrono::milliseconds(0));
       if (!event) break;
       moved = true;
-      if (event->kind == RequestEvent::Kind::kToken) {
-        w.seen_token = true;
-      } else {
+      if (event->kind == RequestEvent::Kind::kFinished) {
         // A request rejected at admission ends with one kError for all of its samples.
-        const bool rejected = event->finish_reason == FinishReason::kError && !w.seen_token;
-        w.num_unfinished = rejected ? 0 : w.num_unfinished - 1;
+        w.num_unfinished = event->rejected ? 0 : w.num_unfinished - 1;
       }
       w.inbox->deliver({w.prompt_index, std::move(*event)});
     }

@@ -63,7 +63,6 @@ class EventPump {
     int32_t num_unfinished = 1;
     int32_t prompt_index = 0;
     std::shared_ptr<EventInbox> inbox;
-    bool seen_token = false;
   };
   void loop();
   // Drains every watched stream once; returns whether any event moved.
