@@ -54,6 +54,23 @@ bool use_prefill_kernel(const AttentionArgs& a) {
          std::has_single_bit(static_cast<unsigned>(a.block_size));
 }
 
+// The split-KV kernels' partial results: accumulators [num_splits * num_tokens * num_heads,
+// head_dim] and running (max, sum) pairs; none without splits.
+class SplitWorkspace {
+ public:
+  SplitWorkspace(const OpContext& ctx, int num_splits, int num_tokens, int num_heads, int head_dim) {
+    if (num_splits <= 1) return;
+    const int64_t items = int64_t{num_splits} * num_tokens * num_heads;
+    acc_ = Tensor(*ctx.allocator, DType::kF32, {items, head_dim});
+    ml_ = Tensor(*ctx.allocator, DType::kF32, {items, 2});
+  }
+  float* acc() const { return acc_.data_as<float>(); }  // null without splits
+  float* ml() const { return ml_.data_as<float>(); }
+
+ private:
+  Tensor acc_, ml_;
+};
+
 // The part of the generic arguments both tensor-core kernels take.
 PagedAttentionArgs paged_args(const AttentionArgs& g) {
   PagedAttentionArgs a;
@@ -108,14 +125,10 @@ void decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
               a.num_row_chunks);
   a.max_context_len = g.max_context_len > 0 ? g.max_context_len : g.max_blocks_per_seq * g.block_size;
   a.num_splits = decode_attention_num_splits(a, ctx.num_sms);
-  Tensor partial_acc, partial_ml;  // freed on return: reuse is stream-ordered after the kernels
-  if (a.num_splits > 1) {
-    const int64_t items = int64_t{a.num_splits} * a.num_tokens * a.num_heads;
-    partial_acc = Tensor(*ctx.allocator, DType::kF32, {items, a.head_dim});
-    partial_ml = Tensor(*ctx.allocator, DType::kF32, {items, 2});
-    a.partial_acc = partial_acc.data_as<float>();
-    a.partial_ml = partial_ml.data_as<float>();
-  }
+  // Freed on return: reuse of the memory is stream-ordered after the kernels.
+  SplitWorkspace workspace(ctx, a.num_splits, a.num_tokens, a.num_heads, a.head_dim);
+  a.partial_acc = workspace.acc();
+  a.partial_ml = workspace.ml();
   BRISK_CHECK(launch_decode_attention(a, ctx.stream),
               "attention: the decode kernel table has no entry for kv dtype {} and head_dim {}",
               dtype_name(p.k_cache.dtype()), a.head_dim);
@@ -162,14 +175,10 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
   }
 
   a.num_splits = attention_num_splits(a, ctx.num_sms);
-  Tensor partial_acc, partial_ml;  // freed on return: reuse is stream-ordered after the kernels
-  if (a.num_splits > 1) {
-    const int64_t items = int64_t{a.num_splits} * a.num_tokens * a.num_heads;
-    partial_acc = Tensor(*ctx.allocator, DType::kF32, {items, a.head_dim});
-    partial_ml = Tensor(*ctx.allocator, DType::kF32, {items, 2});
-    a.partial_acc = partial_acc.data_as<float>();
-    a.partial_ml = partial_ml.data_as<float>();
-  }
+  // Freed on return: reuse of the memory is stream-ordered after the kernels.
+  SplitWorkspace workspace(ctx, a.num_splits, a.num_tokens, a.num_heads, a.head_dim);
+  a.partial_acc = workspace.acc();
+  a.partial_ml = workspace.ml();
   launch_attention(a, ctx.stream);
 }
 
