@@ -36,12 +36,32 @@ CudaBackend::CudaBackend() : allocator_(selected_allocator()), activation_overri
   context_.allocator = &allocator_;
   context_.num_sms = cuda::select_device().num_sms;
   gemm_ = std::make_unique<cuda::GemmRunner>(allocator_);
+  BRISK_CUDA_CHECK(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
 }
 
 CudaBackend::~CudaBackend() {
   // Queued work may still use memory that is about to return to the cache; errors are ignored
   // (destructors must not throw).
   cudaStreamSynchronize(stream_.get());
+  cudaEventDestroy(order_event_);
+}
+
+void CudaBackend::begin_caller_stream(cudaStream_t stream) {
+  BRISK_CHECK(!caller_stream_active_,
+              "cuda backend: a caller's stream is already in use (caller streams do not nest)");
+  BRISK_CUDA_CHECK(cudaEventRecord(order_event_, stream_.get()));
+  BRISK_CUDA_CHECK(cudaStreamWaitEvent(stream, order_event_, 0));
+  context_.stream = stream;
+  caller_stream_active_ = true;
+}
+
+void CudaBackend::end_caller_stream() {
+  BRISK_CHECK(caller_stream_active_,
+              "cuda backend: end_caller_stream() without begin_caller_stream()");
+  BRISK_CUDA_CHECK(cudaEventRecord(order_event_, context_.stream));
+  BRISK_CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), order_event_, 0));
+  context_.stream = stream_.get();
+  caller_stream_active_ = false;
 }
 
 DType CudaBackend::activation_dtype(DType weight_dtype) const {
@@ -66,19 +86,19 @@ void CudaBackend::copy(TensorView dst, TensorView src) {
     // Device work never touches host views, so no ordering is needed.
     std::memmove(dst.data(), src.data(), num_bytes);
   } else if (src_host) {
-    staging_.copy_to_device(dst.data(), src.data(), num_bytes, stream_.get());
+    staging_.copy_to_device(dst.data(), src.data(), num_bytes, stream());
   } else if (dst_host) {
     BRISK_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), num_bytes, cudaMemcpyDeviceToHost,
-                                     stream_.get()));
-    stream_.synchronize();  // the caller reads dst next
+                                     stream()));
+    BRISK_CUDA_CHECK(cudaStreamSynchronize(stream()));  // the caller reads dst next
   } else {
     BRISK_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), num_bytes, cudaMemcpyDeviceToDevice,
-                                     stream_.get()));
+                                     stream()));
   }
 }
 
 void CudaBackend::convert(TensorView dst, TensorView src) { cuda::convert(context_, dst, src); }
-void CudaBackend::synchronize() { stream_.synchronize(); }
+void CudaBackend::synchronize() { BRISK_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 void CudaBackend::embedding(const EmbeddingParams& p) { cuda::embedding(context_, p); }
 void CudaBackend::rms_norm(const RmsNormParams& p) { cuda::rms_norm(context_, p); }
 void CudaBackend::rope_kv_append(const RopeKvAppendParams& p) { cuda::rope_kv_append(context_, p); }
@@ -90,7 +110,7 @@ void CudaBackend::sample(const SampleParams& p) { cuda::sample(context_, p); }
 void CudaBackend::top_logprobs(const TopLogprobsParams& p) { cuda::top_logprobs(context_, p); }
 
 std::unique_ptr<RecordedGraph> CudaBackend::record_graph(const std::function<void()>& ops) {
-  return cuda::CudaGraph::record(stream_.get(), allocator_, ops);
+  return cuda::CudaGraph::record(stream(), allocator_, ops);
 }
 
 std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }

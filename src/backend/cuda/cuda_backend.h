@@ -1,6 +1,13 @@
 // The CUDA backend (Hopper, sm_90a): device memory from the caching allocator, all work queued
 // in order on one stream, ops in ops/ and kernels in kernels/. Activations and the KV cache are
 // bf16 (f16 for f16 checkpoints); every op accumulates in fp32.
+//
+// The stream is the backend's own, except while a caller's stream is lent to it
+// (begin_caller_stream .. end_caller_stream, or caller_stream.h's scope): the Python module runs
+// ops on PyTorch's current stream that way. The caller's stream first waits for the backend's
+// earlier work, and the backend's own stream later waits for the caller's, so brisk's work stays
+// in one order across the switch: the caching allocator's immediate reuse of freed scratch and
+// the GEMM workspace rely on that.
 #pragma once
 
 #include <memory>
@@ -48,13 +55,21 @@ class CudaBackend final : public Backend {
   void top_logprobs(const TopLogprobsParams& p) override;
   std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>& ops) override;
 
-  cudaStream_t stream() const { return stream_.get(); }
+  // Queues this backend's work on `stream` (a caller's; 0 is the legacy default stream) until
+  // end_caller_stream(). Not nested; not thread-safe (one caller at a time).
+  void begin_caller_stream(cudaStream_t stream);
+  void end_caller_stream();
+
+  // The stream ops are queued on now: the backend's own, or the caller's lent one.
+  cudaStream_t stream() const { return context_.stream; }
   cuda::CachingAllocator& caching_allocator() { return allocator_; }
 
  private:
   cuda::CachingAllocator& allocator_;
   DType activation_override_ = DType::kU8;  // kU8: no override
   cuda::Stream stream_;
+  cudaEvent_t order_event_ = nullptr;  // orders the own and a caller's stream at a switch
+  bool caller_stream_active_ = false;
   cuda::PinnedStaging staging_;
   cuda::OpContext context_;
   std::unique_ptr<cuda::GemmRunner> gemm_;

@@ -1,0 +1,33 @@
+// Lending a caller's CUDA stream to the CUDA backend for a scope: the Python module runs brisk's
+// ops on PyTorch's current stream this way (CudaBackend::begin_caller_stream says how the order
+// of brisk's work is kept). No CUDA header: front ends built with CUDA include it, and the
+// stream travels as an integer (a cudaStream_t's value; 0 is the legacy default stream).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace brisk {
+
+class CudaBackend;
+
+namespace cuda {
+
+class CallerStreamScope {
+ public:
+  // `backend` must be a CUDA backend (make_backend("cuda")).
+  CallerStreamScope(Backend& backend, uintptr_t stream);
+  ~CallerStreamScope();
+  CallerStreamScope(const CallerStreamScope&) = delete;
+  CallerStreamScope& operator=(const CallerStreamScope&) = delete;
+
+ private:
+  CudaBackend* backend_;
+};
+
+// The ordinal of the GPU the CUDA backend runs on (BRISK_CUDA_DEVICE, else 0).
+int device_ordinal();
+
+}  // namespace cuda
+}  // namespace brisk
