@@ -175,8 +175,13 @@ nb::ndarray<nb::numpy> to_numpy(Tensor tensor) {
 class PackedLinear {
  public:
   PackedLinear(const InArray& qweight, const InArray& qzeros, const InArray& scales,
-               std::optional<InArray> bias, int64_t group_size, uintptr_t stream)
+               std::optional<InArray> bias, int64_t in_features, int64_t out_features,
+               int64_t group_size, uintptr_t stream)
       : place_(place_of(qweight, "qweight")), backend_(&backend_on(place_.device)) {
+    const int64_t num_groups = in_features / group_size, packed_cols = out_features / 8;
+    check_shape(qweight, "qweight", {in_features, packed_cols}, "[in_features, out_features / 8]");
+    check_shape(qzeros, "qzeros", {num_groups, packed_cols}, "[in_features / group_size, out_features / 8]");
+    check_shape(scales, "scales", {num_groups, out_features}, "[in_features / group_size, out_features]");
     for (auto [array, name] : {std::pair{&qzeros, "qzeros"}, {&scales, "scales"}})
       check_same_place(*array, name);
     Tensor qweight_host = host_copy(*backend_, view_of(qweight, "qweight", {DType::kI32}), "qweight", stream);
@@ -239,6 +244,14 @@ class PackedLinear {
   }
 
  private:
+  static void check_shape(const InArray& a, const std::string& name, Shape expected, const char* meaning) {
+    Shape shape;
+    for (size_t i = 0; i < a.ndim(); ++i) shape.push_back(int64_t(a.shape(i)));
+    if (shape != expected)
+      throw nb::value_error(("Linear: " + name + " is " + shape.to_string() + " but must be " +
+                             expected.to_string() + " " + meaning).c_str());
+  }
+
   void check_same_place(const InArray& a, const std::string& name) const {
     const Place place = place_of(a, name);
     if (!(place == place_))
@@ -281,9 +294,9 @@ NB_MODULE(_brisk, m) {
 #endif
   nb::class_<PackedLinear>(m, "PackedLinear")
       .def(nb::init<const brisk::InArray&, const brisk::InArray&, const brisk::InArray&,
-                    std::optional<brisk::InArray>, int64_t, uintptr_t>(),
+                    std::optional<brisk::InArray>, int64_t, int64_t, int64_t, uintptr_t>(),
            nb::arg("qweight"), nb::arg("qzeros"), nb::arg("scales"), nb::arg("bias").none(),
-           nb::arg("group_size"), nb::arg("stream"))
+           nb::arg("in_features"), nb::arg("out_features"), nb::arg("group_size"), nb::arg("stream"))
       .def("forward", &PackedLinear::forward, nb::arg("x"), nb::arg("out"), nb::arg("stream"))
       .def_prop_ro("device", &PackedLinear::device)
       .def("dequantize", &PackedLinear::dequantize)

@@ -43,17 +43,22 @@ def _stream_of(x):
     return 0
 
 
-def _empty_like_output(x, shape):
-    """An uninitialized result of x's kind, dtype and device."""
+def _empty_output(x, out_features):
+    """An uninitialized result of x's kind, dtype and device, [..., out_features] for x [..., K]."""
     torch = _torch_of(x)
     if torch is not None:
-        return torch.empty(shape, dtype=x.dtype, device=x.device)
-    if isinstance(x, np.ndarray):
-        return np.empty(shape, dtype=x.dtype)
-    if hasattr(x, "__dlpack__") and hasattr(x, "__array_namespace__"):
-        return x.__array_namespace__().empty(shape, dtype=x.dtype, device=x.device)
-    raise TypeError(f"brisk.Linear: x is a {type(x).__module__}.{type(x).__qualname__}; it takes numpy "
-                    "arrays, torch tensors and array-API tensors with __dlpack__")
+        empty = lambda shape: torch.empty(shape, dtype=x.dtype, device=x.device)
+    elif isinstance(x, np.ndarray):
+        empty = lambda shape: np.empty(shape, dtype=x.dtype)
+    elif hasattr(x, "__dlpack__") and hasattr(x, "__array_namespace__"):
+        empty = lambda shape: x.__array_namespace__().empty(shape, dtype=x.dtype, device=x.device)
+    else:
+        raise TypeError(f"brisk.Linear: x is a {type(x).__module__}.{type(x).__qualname__}; it takes "
+                        "numpy arrays, torch tensors and array-API tensors with __dlpack__")
+    shape = tuple(x.shape)
+    if not shape:
+        raise ValueError("brisk.Linear: x is a scalar but needs a last dimension of in_features")
+    return empty(shape[:-1] + (out_features,))
 
 
 def _check_layer(in_features, out_features, quant_method, w_bit, group_size):
@@ -117,8 +122,8 @@ class Linear:
     def post_init(self):
         """Repacks qweight, qzeros, scales (and bias) into brisk's layout; returns self."""
         self._packed = None
-        packed = _brisk.PackedLinear(self.qweight, self.qzeros, self.scales, self.bias,
-                                     self.group_size, _stream_of(self.qweight))
+        packed = _brisk.PackedLinear(self.qweight, self.qzeros, self.scales, self.bias, self.in_features,
+                                     self.out_features, self.group_size, _stream_of(self.qweight))
         object.__setattr__(self, "_packed", packed)
         return self
 
@@ -136,11 +141,7 @@ class Linear:
         x's kind, dtype and device, shape [..., out_features]), else into a new tensor."""
         packed = self._checked_packed()
         if out is None:
-            shape = tuple(getattr(x, "shape", ()))
-            if not shape:
-                raise ValueError(f"brisk.Linear: x must have a last dimension of in_features "
-                                 f"({self.in_features}); got {type(x).__qualname__} of shape {shape}")
-            out = _empty_like_output(x, shape[:-1] + (self.out_features,))
+            out = _empty_output(x, self.out_features)
         packed.forward(x, out, _stream_of(x))
         return out
 
