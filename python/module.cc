@@ -184,15 +184,16 @@ class PackedLinear {
     check_shape(scales, "scales", {num_groups, out_features}, "[in_features / group_size, out_features]");
     for (auto [array, name] : {std::pair{&qzeros, "qzeros"}, {&scales, "scales"}})
       check_same_place(*array, name);
-    Tensor qweight_host = host_copy(*backend_, view_of(qweight, "qweight", {DType::kI32}), "qweight", stream);
-    Tensor qzeros_host = host_copy(*backend_, view_of(qzeros, "qzeros", {DType::kI32}), "qzeros", stream);
-    Tensor scales_host = host_copy(*backend_, view_of(scales, "scales", {DType::kF16, DType::kBF16, DType::kF32}),
-                                   "scales", stream);
+    const auto copy = [&](const InArray& a, const char* name, std::initializer_list<DType> dtypes) {
+      return host_copy(*backend_, view_of(a, name, dtypes), name, stream);
+    };
+    Tensor qweight_host = copy(qweight, "qweight", {DType::kI32});
+    Tensor qzeros_host = copy(qzeros, "qzeros", {DType::kI32});
+    Tensor scales_host = copy(scales, "scales", {DType::kF16, DType::kBF16, DType::kF32});
     host_ = from_awq({qweight_host, qzeros_host, scales_host}, group_size, "Linear");
     if (bias) {
       check_same_place(*bias, "bias");
-      bias_host_ = host_copy(*backend_, view_of(*bias, "bias", {DType::kF32, DType::kF16, DType::kBF16}),
-                             "bias", stream);
+      bias_host_ = copy(*bias, "bias", {DType::kF32, DType::kF16, DType::kBF16});
       if (bias_host_.view().rank() != 1 || bias_host_.shape()[0] != host_.out_features())
         throw nb::value_error(("Linear: bias is " + bias_host_.view().describe() + " but must be [" +
                                std::to_string(host_.out_features()) + "] (out_features)")
@@ -213,8 +214,9 @@ class PackedLinear {
     check_same_place(InArray(y), "out");
     const int64_t k = host_.in_features(), n = host_.out_features();
     if (xv.size(xv.rank() - 1) != k)
-      throw nb::value_error(("Linear: x is " + xv.describe() + " but its last dimension must be in_features (" +
-                             std::to_string(k) + ")").c_str());
+      throw nb::value_error(("Linear: x is " + xv.describe() +
+                             " but its last dimension must be in_features (" + std::to_string(k) + ")")
+                                .c_str());
     Shape expected = xv.shape();
     expected[xv.rank() - 1] = n;
     if (yv.shape() != expected || !yv.is_contiguous())
