@@ -135,7 +135,8 @@ TensorView as_matrix(const TensorView& v, const std::string& name) {
   return TensorView(v.data(), v.dtype(), Shape{rows, cols}, strides, v.device());
 }
 
-// Runs `work` on the caller's stream when the backend is CUDA.
+// Runs `work` on the caller's stream (and brisk's GPU as the current device) when the backend is
+// CUDA.
 template <typename F>
 void on_stream(Backend& backend, uintptr_t stream, F&& work) {
 #ifdef BRISK_WITH_CUDA
@@ -148,13 +149,13 @@ void on_stream(Backend& backend, uintptr_t stream, F&& work) {
   work();
 }
 
-// A host copy of `v` (contiguous), read on the caller's stream when it lives on the GPU.
-Tensor host_copy(Backend& backend, const TensorView& v, const std::string& name, uintptr_t stream) {
+// A host copy of `v` (contiguous; on the backend's current stream when it lives on the GPU).
+Tensor host_copy(Backend& backend, const TensorView& v, const std::string& name) {
   if (!v.is_contiguous())
     throw nb::value_error(("Linear: " + name + " " + v.describe() +
                            " must be contiguous (.contiguous() makes it so)").c_str());
   Tensor host(cpu_allocator(), v.dtype(), v.shape());
-  on_stream(backend, stream, [&] { backend.copy(host, v); });
+  backend.copy(host, v);
   return host;
 }
 
@@ -184,26 +185,9 @@ class PackedLinear {
     check_shape(scales, "scales", {num_groups, out_features}, "[in_features / group_size, out_features]");
     for (auto [array, name] : {std::pair{&qzeros, "qzeros"}, {&scales, "scales"}})
       check_same_place(*array, name);
-    const auto copy = [&](const InArray& a, const char* name, std::initializer_list<DType> dtypes) {
-      return host_copy(*backend_, view_of(a, name, dtypes), name, stream);
-    };
-    Tensor qweight_host = copy(qweight, "qweight", {DType::kI32});
-    Tensor qzeros_host = copy(qzeros, "qzeros", {DType::kI32});
-    Tensor scales_host = copy(scales, "scales", {DType::kF16, DType::kBF16, DType::kF32});
-    host_ = from_awq({qweight_host, qzeros_host, scales_host}, group_size, "Linear");
-    if (bias) {
-      check_same_place(*bias, "bias");
-      bias_host_ = copy(*bias, "bias", {DType::kF32, DType::kF16, DType::kBF16});
-      if (bias_host_.view().rank() != 1 || bias_host_.shape()[0] != host_.out_features())
-        throw nb::value_error(("Linear: bias is " + bias_host_.view().describe() + " but must be [" +
-                               std::to_string(host_.out_features()) + "] (out_features)")
-                                  .c_str());
-    }
-    // Uploads run on the backend's own stream, which the next caller's stream waits for.
-    qweight_ = to_backend(*backend_, host_.qweight, keep_);
-    scales_ = to_backend(*backend_, host_.scales, keep_);
-    zeros_ = to_backend(*backend_, host_.zeros, keep_);
-    if (!bias_host_.empty()) bias_ = to_backend(*backend_, bias_host_, keep_);
+    // The device work (reading the given tensors, uploading the repacked ones) runs on the
+    // caller's stream, like the forward.
+    on_stream(*backend_, stream, [&] { repack(qweight, qzeros, scales, bias, group_size); });
   }
 
   // y = x @ dequant(W) (+ bias) for x [..., in_features], y [..., out_features] of x's dtype.
@@ -246,6 +230,31 @@ class PackedLinear {
   }
 
  private:
+  // AutoAWQ tensors -> brisk's layout on the host (host_) -> the backend's memory. The one place
+  // where weights are repacked.
+  void repack(const InArray& qweight, const InArray& qzeros, const InArray& scales,
+              const std::optional<InArray>& bias, int64_t group_size) {
+    const auto copy = [&](const InArray& a, const char* name, std::initializer_list<DType> dtypes) {
+      return host_copy(*backend_, view_of(a, name, dtypes), name);
+    };
+    Tensor qweight_host = copy(qweight, "qweight", {DType::kI32});
+    Tensor qzeros_host = copy(qzeros, "qzeros", {DType::kI32});
+    Tensor scales_host = copy(scales, "scales", {DType::kF16, DType::kBF16, DType::kF32});
+    host_ = from_awq({qweight_host, qzeros_host, scales_host}, group_size, "Linear");
+    if (bias) {
+      check_same_place(*bias, "bias");
+      bias_host_ = copy(*bias, "bias", {DType::kF32, DType::kF16, DType::kBF16});
+      if (bias_host_.view().rank() != 1 || bias_host_.shape()[0] != host_.out_features())
+        throw nb::value_error(("Linear: bias is " + bias_host_.view().describe() + " but must be [" +
+                               std::to_string(host_.out_features()) + "] (out_features)")
+                                  .c_str());
+    }
+    qweight_ = to_backend(*backend_, host_.qweight, keep_);
+    scales_ = to_backend(*backend_, host_.scales, keep_);
+    zeros_ = to_backend(*backend_, host_.zeros, keep_);
+    if (!bias_host_.empty()) bias_ = to_backend(*backend_, bias_host_, keep_);
+  }
+
   static void check_shape(const InArray& a, const std::string& name, Shape expected, const char* meaning) {
     Shape shape;
     for (size_t i = 0; i < a.ndim(); ++i) shape.push_back(int64_t(a.shape(i)));

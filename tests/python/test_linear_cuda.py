@@ -107,6 +107,12 @@ def test_weights_and_input_on_different_devices():
         layer(torch.zeros(1, 256, device=DEVICE))
 
 
+def test_group_size_the_cuda_kernels_lack():
+    layer, _ = make_layer(256, 128, 16)  # the CUDA backend needs multiples of 32
+    with pytest.raises(ValueError, match="group_size"):
+        layer(torch.randn(1, 256, device=DEVICE, dtype=torch.float16))
+
+
 def test_other_dlpack_producer_on_the_legacy_default_stream():
     cupy = pytest.importorskip("cupy")
     if not hasattr(cupy.ndarray, "__array_namespace__"):

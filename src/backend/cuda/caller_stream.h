@@ -14,9 +14,11 @@ class CudaBackend;
 
 namespace cuda {
 
+// While alive, `backend` (a CUDA backend, make_backend("cuda")) queues its work on `stream`, and
+// brisk's GPU is the calling thread's current device; the caller's current device (PyTorch's,
+// say) is restored at the end.
 class CallerStreamScope {
  public:
-  // `backend` must be a CUDA backend (make_backend("cuda")).
   CallerStreamScope(Backend& backend, uintptr_t stream);
   ~CallerStreamScope();
   CallerStreamScope(const CallerStreamScope&) = delete;
@@ -24,9 +26,11 @@ class CallerStreamScope {
 
  private:
   CudaBackend* backend_;
+  int previous_device_ = 0;
 };
 
-// The ordinal of the GPU the CUDA backend runs on (BRISK_CUDA_DEVICE, else 0).
+// The ordinal of the GPU the CUDA backend runs on (BRISK_CUDA_DEVICE, else 0); leaves the calling
+// thread's current device as it was.
 int device_ordinal();
 
 }  // namespace cuda
