@@ -21,6 +21,7 @@
 
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/w4a16/w4a16_launch.h"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -225,12 +226,14 @@ void launch_w4a16_small_m(const W4A16Args& a, cudaStream_t stream) {
     launch_rows<16>(a, stream);
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
-  if (a.num_splits > 1) {
-    const int64_t total = int64_t{a.m} * a.n;
-    const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((total + 255) / 256, 1, 4096));
-    w4a16_reduce_kernel<<<blocks, 256, 0, stream>>>(a);
-    BRISK_CUDA_CHECK(cudaGetLastError());
-  }
+  if (a.num_splits > 1) launch_w4a16_reduce(a, stream);
+}
+
+void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream) {
+  const int64_t total = int64_t{a.m} * a.n;
+  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((total + 255) / 256, 1, 4096));
+  w4a16_reduce_kernel<<<blocks, 256, 0, stream>>>(a);
+  BRISK_CUDA_CHECK(cudaGetLastError());
 }
 
 void launch_dequantize_int4(const DequantizeInt4Args& a, cudaStream_t stream) {
