@@ -3,9 +3,12 @@
 // x uniform in [-1, 1]. The CPU writes f32.
 // Tolerance: |cuda - cpu| <= atol + rtol * |cpu|, rtol = one rounding of y's dtype and, by the
 // path gemm_w4a16 takes (kernels/w4a16/w4a16_heuristics.h):
-// - 16-bit x, K % 128 == 0, M <= 64 (tensor-core kernel: each weight dequantized to x's dtype,
-//   the scale rounded to it first): two roundings of every weight (2^-9 relative each for
-//   bf16, |w| <= 0.3, rms ~0.1) add up to ~1e-4 * sqrt(K) rms: atol = 1e-3 * sqrt(K);
+// - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows (tensor-core kernel, passes of up
+//   to 64 rows): with group % 128
+//   != 0 each weight is dequantized to x's dtype, the scale rounded to it first: two roundings
+//   of every weight (2^-9 relative each for bf16, |w| <= 0.3, rms ~0.1) add up to ~1e-4 *
+//   sqrt(K) rms; with group % 128 == 0 the scale is applied to fp32 sums (more accurate):
+//   atol = 1e-3 * sqrt(K) for both;
 // - otherwise M <= 16 (CUDA-core kernel, fp32 dequantization and accumulation in another order,
 //   plus the zero-point folding's cancellation): atol = 2e-4 * sqrt(K);
 // - otherwise (dequantized to x's dtype, then cuBLASLt): one rounding of every weight for 16-bit
@@ -68,13 +71,21 @@ void check_w4a16(const W4Case& c) {
   Tensor x_d = to_device(x_full), q_d = to_device(w.qweight), s_d = to_device(w.scales), b_d = to_device(bias);
   Tensor z_d = c.zeros ? to_device(w.zeros) : Tensor();
   Tensor y_d(cuda_backend().allocator(), c.y, {c.m, c.n});
-  cuda_backend().gemm_w4a16({x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group,
-                             c.bias ? b_d.view() : TensorView(), y_d});
   const bool x16 = c.x != DType::kF32;
-  const bool tensor_core = x16 && c.k % 128 == 0 && c.m <= 64;
+  const bool tensor_core = x16 && c.k % 128 == 0 && c.m <= cuda::kW4A16MmaMultiPassMaxRows;
   const bool dequantized = !tensor_core && c.m > 16 && x16;
   const double atol = (tensor_core || dequantized ? 1e-3 : 2e-4) * std::sqrt(static_cast<double>(c.k));
+  const GemmW4A16Params params{x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group, c.bias ? b_d.view() : TensorView(), y_d};
+  cuda_backend().gemm_w4a16(params);
   expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c));
+  // The same weight in the backend's load-time layout (tiles where N % 16 == 0, K % 128 == 0;
+  // f32 x then takes the dequantizing path: exact dequantization, atol as above).
+  GemmW4A16Params repacked = params;
+  repacked.layout = cuda_backend().repack_int4(q_d);
+  EXPECT_EQ(repacked.layout, c.n % 16 == 0 && c.k % 128 == 0 ? Int4Layout::kTiles16 : Int4Layout::kRows) << describe(c);
+  if (repacked.layout == Int4Layout::kRows) return;
+  cuda_backend().gemm_w4a16(repacked);
+  expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c) + " tiles");
 }
 
 TEST(GemmW4A16, MatchesCpuSmallM) {
@@ -143,7 +154,8 @@ TEST(GemmW4A16, MatchesCpuLargeM) {
       {33, 256, 1024, 64, false, f16, f16, true, false},
       {64, 512, 2048, 32, true, bf16, f32, true, false},
       {19, 96, 256, 128, true, f32, f32, false, false},  // f32: exact dequantization, fp32 GEMM
-      {65, 136, 512, 64, true, bf16, bf16, true, false},  // just past the tensor-core kernel
+      {65, 136, 512, 64, true, bf16, bf16, true, false},  // just past one tensor-core pass
+      {128, 48, 1024, 128, true, f16, bf16, true, true},
       {130, 64, 1024, 128, false, f16, f32, false, false},
       {20, 48, 1056, 32, true, bf16, bf16, true, false},  // K not a multiple of 128
   };
@@ -156,6 +168,23 @@ TEST(GemmW4A16, RejectsUnsupportedGroup) {
   Tensor q_d = to_device(w.qweight), s_d = to_device(w.scales);
   Tensor x_d(cuda_backend().allocator(), DType::kBF16, {1, 64}), y_d(cuda_backend().allocator(), DType::kBF16, {1, 8});
   EXPECT_ERROR_CONTAINS(cuda_backend().gemm_w4a16({x_d, q_d, s_d, {}, 16, {}, y_d}), "multiple of 32");
+}
+
+TEST(GemmW4A16, TileLayoutChecks) {
+  std::mt19937 rng(2);
+  Int4Host w = random_int4(16, 256, 128, false, rng);
+  Tensor x(cpu_allocator(), DType::kF32, {1, 256}), y(cpu_allocator(), DType::kF32, {1, 16});
+  GemmW4A16Params p{x, w.qweight, w.scales, {}, 128, {}, y};
+  p.layout = Int4Layout::kTiles16;
+  EXPECT_ERROR_CONTAINS(cpu_backend().gemm_w4a16(p), "only the cuda backend");
+  EXPECT_EQ(cpu_backend().repack_int4(w.qweight), Int4Layout::kRows);
+  Int4Host odd = random_int4(24, 256, 128, false, rng);
+  Tensor q_d = to_device(odd.qweight), s_d = to_device(odd.scales);
+  Tensor x_d(cuda_backend().allocator(), DType::kBF16, {1, 256}), y_d(cuda_backend().allocator(), DType::kBF16, {1, 24});
+  GemmW4A16Params bad{x_d, q_d, s_d, {}, 128, {}, y_d};
+  bad.layout = Int4Layout::kTiles16;
+  EXPECT_ERROR_CONTAINS(cuda_backend().gemm_w4a16(bad), "N % 16 == 0");
+  EXPECT_EQ(cuda_backend().repack_int4(q_d), Int4Layout::kRows);  // N = 24: stays in rows
 }
 
 // Perf: Llama-3-8B's layer shapes over an M sweep (the table bench/w4a16_peers.py joins with
@@ -173,8 +202,9 @@ constexpr int kPerfGroup = 128;
 struct PerfWeights {
   std::vector<Tensor> q, sc, z;
   double bytes = 0;  // of one copy: int4 values, f16 scales, u8 zero points
+  Int4Layout layout = Int4Layout::kRows;
 };
-PerfWeights perf_weights(int64_t n, int64_t k) {
+PerfWeights perf_weights(int64_t n, int64_t k, bool tiles = true) {
   PerfWeights w;
   w.bytes = n * k / 2.0 + n * (k / kPerfGroup) * 3.0;
   const int copies = static_cast<int>(std::ceil(256e6 / w.bytes));
@@ -184,6 +214,7 @@ PerfWeights perf_weights(int64_t n, int64_t k) {
     w.q.push_back(to_device(h.qweight));
     w.sc.push_back(to_device(h.scales));
     w.z.push_back(to_device(h.zeros));
+    w.layout = tiles ? cuda_backend().repack_int4(w.q.back()) : Int4Layout::kRows;
   }
   return w;
 }
@@ -197,7 +228,9 @@ void time_w4a16(const std::string& op, PerfWeights& w, int64_t m, int64_t n, int
   const std::string shape = "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k) + " g128";
   report_perf(op, shape, w.bytes + 2.0 * (m * k + m * n), 2.0 * m * n * k, [&] {
     const int i = next++ % copies;
-    cuda_backend().gemm_w4a16({x, w.q[i], w.sc[i], w.z[i], kPerfGroup, {}, y});
+    GemmW4A16Params p{x, w.q[i], w.sc[i], w.z[i], kPerfGroup, {}, y};
+    p.layout = w.layout;
+    cuda_backend().gemm_w4a16(p);
   }, iterations);
 }
 
@@ -219,6 +252,13 @@ TEST(GemmW4A16Perf, LlamaShapes) {
       }
     }
   }
+}
+
+// The tensor-core kernel on brisk's row layout (no load-time repack), beside the tiled numbers.
+TEST(GemmW4A16Perf, RowLayout) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  PerfWeights w = perf_weights(kLlamaShapes[0].n, kLlamaShapes[0].k, false);
+  for (int64_t m : {1, 16}) time_w4a16("w4a16-rows gate_up", w, m, kLlamaShapes[0].n, kLlamaShapes[0].k);
 }
 
 TEST(GemmW4A16Perf, MmaConfigs) {

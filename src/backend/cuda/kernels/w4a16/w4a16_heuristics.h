@@ -38,8 +38,16 @@ struct W4A16MmaRule {
   int max_m;
   int config;
 };
-inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{4, 0}, {8, 2}, {16, 3}, {32, 4}, {64, 6}};
+// Measured (H200, K x N = 4096 x 28672, g128, tile layout; GemmW4A16Perf.MmaConfigs), us at
+// M = 1 / 16 / 64: config 0: 37.4; 2: 33.9; 3: 43.3 / 43.7; 4: 55.6 / 56.2; 6: 91.9 / 92.8 / 95.3;
+// 5 and 6 are slower below 33 rows. (On 4096 x 4096, config 0 beat 2 at M = 1: 11.5 vs 12.9.)
+inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 2}, {16, 3}, {32, 4}, {64, 6}};
 inline constexpr int kW4A16MmaMaxRows = 64;
+// Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the
+// weight again) rather than dequantizing the weight for cuBLASLt. At M = 128 two passes lost to
+// the dequantizing path on three of the four Llama-3-8B shapes (o_proj 49 vs 35 us, qkv 63 vs
+// 46, down 122 vs 103; gate_up even at 190 vs 193), so: one pass.
+inline constexpr int kW4A16MmaMultiPassMaxRows = 64;
 
 // Split K when N alone gives fewer than kW4A16MmaMinWarpsPerSm warps per SM, into enough pieces
 // for about kW4A16MmaWarpsPerSm (enough 16-byte loads in flight to cover DRAM latency), but

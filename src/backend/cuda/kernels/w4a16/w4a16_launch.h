@@ -20,6 +20,13 @@ void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream);
 // k_per_split and num_splits come from w4a16_mma_plan_splits.
 void w4a16_mma_plan_splits(W4A16Args& a, int num_sms);
 int64_t w4a16_mma_x_frag_bytes(int m, int64_t k);
-void launch_w4a16_mma(const W4A16Args& a, void* x_frag, cudaStream_t stream);
+// tiles: qweight is in Int4Layout::kTiles16 (backend.h), else brisk's row layout.
+void launch_w4a16_mma(const W4A16Args& a, bool tiles, void* x_frag, cudaStream_t stream);
+
+// dst = src ([n, k] int4, brisk's row layout) in Int4Layout::kTiles16: n % 16 == 0, k % 128 == 0,
+// both 16-byte aligned, not overlapping.
+void launch_int4_rows_to_tiles(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k, cudaStream_t stream);
+// launch_dequantize_int4 (launch.h) for a qweight in either layout.
+void launch_dequantize_int4(const DequantizeInt4Args& a, bool tiles, cudaStream_t stream);
 
 }  // namespace brisk::cuda

@@ -1,7 +1,9 @@
 // W4A16 on tensor cores for small and medium M (decode, short prefills): y = x * dequant(w)^T
 // with mma.sync m16n8k16, the dequantized weights as the A operand (16 output features) and x
 // as B (8 tokens), so one fragment serves M <= 8 and kMTiles fragments M <= 8 kMTiles.
-// Weights stay in brisk's int4 layout (model/int4_weight.h): no repack at load time.
+// Weights in brisk's int4 row layout (model/int4_weight.h) or, faster, in the tile layout
+// (Int4Layout::kTiles16, backend.h) that Backend::repack_int4 makes at load time: the same 16
+// bytes per lane, stored so that each warp streams one contiguous run per 16-row tile.
 //
 // The K order inside an MMA is free (a dot product does not care), so each lane reads the
 // weights in long contiguous runs: lane (g = lane / 4, t = lane % 4) streams rows g and g + 8 of
@@ -18,9 +20,11 @@
 // warp's x loads are 512 contiguous bytes instead of 16 scattered pieces.
 //
 // Dequantization: OR-ing a nibble into the mantissa of 128 (bf16 0x4300) or 1024 (f16 0x6400)
-// gives 128 + q / 1024 + q exactly; subtracting 128 + z (exact) leaves q - z, and one packed
-// multiply by the scale rounds (q - z) * s once to x's dtype, as the dequantize-then-GEMM path
-// does. Accumulation is fp32 in the MMA.
+// gives 128 + q / 1024 + q exactly. With group_size % 128 == 0 (one group per 128-K chunk) these
+// go into the MMA as they are, and each chunk's fp32 sums become s (sum (128 + q) x - (128 + z)
+// sum x) per row: two LOP3-class instructions per pair of weights. Otherwise (q - z) * s is
+// rounded once to x's dtype before the MMA, as the dequantize-then-GEMM path does. Accumulation
+// is fp32 in the MMA.
 //
 // Pipelining: each warp holds the next step's weight loads (kNTiles * 2 * kChunks 16-byte loads
 // per lane, plus their scales and zero points) in registers while it dequantizes and multiplies
@@ -53,11 +57,12 @@ struct Int4Math<FloatType::kBF16> {
     const __nv_bfloat162 h = __float2bfloat162_rn(v);
     return *reinterpret_cast<const uint32_t*>(&h);
   }
-  // (q128 - z128) * s on packed pairs.
-  __device__ static uint32_t dequant(uint32_t q, uint32_t z, uint32_t s) {
-    const __nv_bfloat162 r = __hmul2(__hsub2(*reinterpret_cast<const __nv_bfloat162*>(&q),
-                                             *reinterpret_cast<const __nv_bfloat162*>(&z)),
-                                     *reinterpret_cast<const __nv_bfloat162*>(&s));
+  // (q128 - z128) * s on a packed pair, rounded once: in fp32 as q128 * s - z128 * s (the
+  // cancellation costs ~4 of fp32's 24 bits), since a scale rounded to bf16 first (f16
+  // checkpoint scales) would bias a whole group.
+  __device__ static uint32_t dequant(uint32_t q, float scale, float zero_scale) {
+    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(__uint_as_float(q << 16), scale, -zero_scale),
+                                                   fmaf(__uint_as_float(q & 0xFFFF0000u), scale, -zero_scale));
     return *reinterpret_cast<const uint32_t*>(&r);
   }
 };
@@ -70,6 +75,8 @@ struct Int4Math<FloatType::kF16> {
     const __half2 h = __float2half2_rn(v);
     return *reinterpret_cast<const uint32_t*>(&h);
   }
+  // (q1024 - z1024) * s on packed pairs: the difference is exact, the product rounded once
+  // (checkpoint scales are f16 already).
   __device__ static uint32_t dequant(uint32_t q, uint32_t z, uint32_t s) {
     const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&z)),
                               *reinterpret_cast<const __half2*>(&s));
@@ -82,6 +89,25 @@ __device__ __forceinline__ uint4 load_streaming(const uint8_t* ptr) {
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(ptr));
+  return v;
+}
+
+// Scales and zero points through the read-only path, as volatile asm so that the compiler keeps
+// them where they are issued (a step ahead, with the weights) instead of sinking them to their
+// use, which would put one memory latency into every step.
+__device__ __forceinline__ uint32_t load_u32_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u16_nc(const void* ptr) {
+  uint16_t v;
+  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(ptr));
   return v;
 }
 
@@ -106,44 +132,54 @@ struct Step {
 template <FloatType kType, int kMTiles, int kNTiles, int kChunks, int kStages, bool kPermutedX, bool kScaleAfter,
           int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    w4a16_mma_kernel(W4A16Args a, const uint4* xp, const float* xsum) {
+    w4a16_mma_kernel(W4A16Args a, bool tiles, const uint4* xp, const float* xsum) {
   using Math = Int4Math<kType>;
   constexpr int kStepK = 128 * kChunks;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * 16 * kNTiles;
   if (n0 >= a.n) return;  // uniform per warp
-  const int64_t k_begin = int64_t{blockIdx.y} * a.k_per_split;
-  const int64_t k_end = min(a.k, k_begin + a.k_per_split);
+  // K positions in 32 bits (K < 2^31); the group of a position by a shift where group_size is
+  // a power of two (a 64-bit division per load would cost more than the dequantization).
+  const int k_begin = static_cast<int>(blockIdx.y * a.k_per_split);
+  const int k_end = static_cast<int>(min(a.k, int64_t{k_begin} + a.k_per_split));
   const int64_t row_bytes = a.k / 2, num_groups = a.k / a.group_size;
+  const unsigned group_size = static_cast<unsigned>(a.group_size);
+  const bool group_pow2 = (group_size & (group_size - 1)) == 0;
+  const int group_shift = __ffs(static_cast<int>(group_size)) - 1;
   const bool f32_scales = a.scale_type == FloatType::kF32;
 
-  const uint8_t* wrow[kNTiles][2];
+  // The lane's 16 bytes of chunk ci (K values [128 ci, 128 ci + 128)) of row h of tile nt lie at
+  // wbase[nt][h] + ci * wstride: 64 bytes apart along a row (kRows), 1 KiB apart in a tile
+  // (kTiles16, where a warp's loads are 512 contiguous bytes).
+  const uint8_t* wbase[kNTiles][2];
   int64_t grow[kNTiles][2];
+  const int64_t wstride = tiles ? 1024 : 64;
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t n = min(n0 + 16 * nt + 8 * h + g, a.n - 1);  // a clamped row is never written
-      wrow[nt][h] = a.qweight + n * row_bytes;
+      wbase[nt][h] = tiles ? a.qweight + (n0 / 16 + nt) * 8 * a.k + h * 512 + lane * 16 : a.qweight + n * row_bytes + 16 * t;
       grow[nt][h] = n * num_groups;
     }
 
   // Chunks at or past k_end are zero-filled without loads (scale 0: their weights are 0).
-  auto load_step = [&](int64_t k0, Step<kNTiles, kChunks>& s) {
+  auto load_step = [&](int k0, Step<kNTiles, kChunks>& s) {
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
-      const int64_t kk = k0 + 128 * c + 32 * t;
+      const unsigned kk = static_cast<unsigned>(k0 + 128 * c + 32 * t);
       const bool valid = k0 + 128 * c < k_end;
+      const unsigned group = group_pow2 ? kk >> group_shift : kk / group_size;
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (valid) {
-            const int64_t gi = grow[nt][h] + kk / a.group_size;
-            s.w[nt][h][c] = load_streaming(wrow[nt][h] + kk / 2);
-            s.scale[nt][h][c] = f32_scales ? __float_as_uint(__ldg(static_cast<const float*>(a.scales) + gi))
-                                           : __ldg(static_cast<const uint16_t*>(a.scales) + gi);
-            s.zero[nt][h][c] = a.zeros != nullptr ? __ldg(a.zeros + gi) : 8u;
+            const int64_t gi = grow[nt][h] + group;
+            s.w[nt][h][c] = load_streaming(wbase[nt][h] + (k0 / 128 + c) * wstride);
+            s.scale[nt][h][c] = f32_scales ? load_u32_nc(static_cast<const float*>(a.scales) + gi)
+                                           : load_u16_nc(static_cast<const uint16_t*>(a.scales) + gi);
+            s.zero[nt][h][c] = a.zeros != nullptr ? load_u8_nc(a.zeros + gi) : 8u;
           } else {
             s.w[nt][h][c] = make_uint4(0, 0, 0, 0);
             s.scale[nt][h][c] = 0;
@@ -163,11 +199,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
   const int64_t chunks_per_row = a.k / 128;
   const int tokens_padded = 8 * kMTiles;
-  auto compute_step = [&](const Step<kNTiles, kChunks>& cur, int64_t k0) {
+  auto compute_step = [&](const Step<kNTiles, kChunks>& cur, int k0) {
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
-      const int64_t kk = k0 + 128 * c + 32 * t;
-      const int64_t chunk = (k0 + 128 * c) / 128;
+      const int kk = k0 + 128 * c + 32 * t;
+      const int chunk = (k0 + 128 * c) / 128;
       const bool valid = k0 + 128 * c < k_end;  // uniform per warp
       float scale[kNTiles][2], zero[kNTiles][2];
       uint32_t z2[kNTiles][2], s2[kNTiles][2];
@@ -178,7 +214,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           const uint32_t raw = cur.scale[nt][h][c];
           scale[nt][h] = f32_scales ? __uint_as_float(raw) : bits_to_float(static_cast<uint16_t>(raw), a.scale_type);
           zero[nt][h] = Math::kOffset + static_cast<float>(cur.zero[nt][h][c]);
-          if constexpr (!kScaleAfter) {
+          if constexpr (!kScaleAfter && kType == FloatType::kF16) {
             s2[nt][h] = Math::splat(scale[nt][h]);
             z2[nt][h] = Math::splat(zero[nt][h]);
           }
@@ -211,6 +247,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
               const uint32_t q = ((word >> (4 * i)) & 0x000F000Fu) | Math::kMagic;
               if constexpr (kScaleAfter) {
                 frag[nt][h][i] = q;
+              } else if constexpr (kType == FloatType::kBF16) {
+                frag[nt][h][i] = Math::dequant(q, scale[nt][h], zero[nt][h] * scale[nt][h]);
               } else {
                 frag[nt][h][i] = Math::dequant(q, z2[nt][h], s2[nt][h]);
               }
@@ -272,10 +310,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   Step<kNTiles, kChunks> ring[kStages];
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) load_step(k_begin + s * kStepK, ring[s]);
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += kStages * kStepK) {
+  for (int k0 = k_begin; k0 < k_end; k0 += kStages * kStepK) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      const int64_t ks = k0 + s * kStepK;
+      const int ks = k0 + s * kStepK;
       if (ks >= k_end) break;
       load_step(ks + (kStages - 1) * kStepK, ring[(s + kStages - 1) % kStages]);
       compute_step(ring[s], ks);
@@ -333,23 +371,23 @@ __global__ void __launch_bounds__(128) w4a16_permute_x_kernel(W4A16Args a, int m
 }
 
 template <FloatType kType, int kIndex, bool kScaleAfter>
-void launch_config(const W4A16Args& a, const uint4* xp, const float* xsum, cudaStream_t stream) {
+void launch_config(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, cudaStream_t stream) {
   constexpr W4A16MmaConfig kCfg = kW4A16MmaConfigs[kIndex];
   const int64_t num_warps = (a.n + 16 * kCfg.n_tiles - 1) / (16 * kCfg.n_tiles);
   const dim3 grid(static_cast<unsigned>((num_warps + kWarps - 1) / kWarps), static_cast<unsigned>(a.num_splits));
   w4a16_mma_kernel<kType, kCfg.m_tiles, kCfg.n_tiles, kCfg.chunks, kCfg.stages, kCfg.permuted_x, kScaleAfter,
-                   kCfg.min_blocks><<<grid, kThreads, 0, stream>>>(a, xp, xsum);
+                   kCfg.min_blocks><<<grid, kThreads, 0, stream>>>(a, tiles, xp, xsum);
 }
 
 template <FloatType kType, int kIndex>
-void launch_index(const W4A16Args& a, const uint4* xp, const float* xsum, int index, cudaStream_t stream) {
+void launch_index(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, int index, cudaStream_t stream) {
   if constexpr (kIndex < kW4A16MmaNumConfigs) {
     if (index != kIndex) {
-      launch_index<kType, kIndex + 1>(a, xp, xsum, index, stream);
+      launch_index<kType, kIndex + 1>(a, tiles, xp, xsum, index, stream);
     } else if (a.group_size % 128 == 0) {
-      launch_config<kType, kIndex, true>(a, xp, xsum, stream);
+      launch_config<kType, kIndex, true>(a, tiles, xp, xsum, stream);
     } else {
-      launch_config<kType, kIndex, false>(a, xp, xsum, stream);
+      launch_config<kType, kIndex, false>(a, tiles, xp, xsum, stream);
     }
   }
 }
@@ -377,7 +415,7 @@ void w4a16_mma_plan_splits(W4A16Args& a, int num_sms) {
   a.num_splits = static_cast<int>((steps + steps_per_split - 1) / steps_per_split);
 }
 
-void launch_w4a16_mma(const W4A16Args& a, void* x_frag, cudaStream_t stream) {
+void launch_w4a16_mma(const W4A16Args& a, bool tiles, void* x_frag, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
   const int index = w4a16_mma_config_index(a.m);
   const W4A16MmaConfig cfg = kW4A16MmaConfigs[index];
@@ -394,9 +432,9 @@ void launch_w4a16_mma(const W4A16Args& a, void* x_frag, cudaStream_t stream) {
     xsum = sums;
   }
   if (a.x_type == FloatType::kF16) {
-    launch_index<FloatType::kF16, 0>(a, xp, xsum, index, stream);
+    launch_index<FloatType::kF16, 0>(a, tiles, xp, xsum, index, stream);
   } else {
-    launch_index<FloatType::kBF16, 0>(a, xp, xsum, index, stream);
+    launch_index<FloatType::kBF16, 0>(a, tiles, xp, xsum, index, stream);
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
   if (a.num_splits > 1) launch_w4a16_reduce(a, stream);
