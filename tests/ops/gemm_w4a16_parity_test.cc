@@ -75,7 +75,8 @@ void check_w4a16(const W4Case& c) {
   const bool tensor_core = x16 && c.k % 128 == 0 && c.m <= cuda::kW4A16MmaMultiPassMaxRows;
   const bool dequantized = !tensor_core && c.m > 16 && x16;
   const double atol = (tensor_core || dequantized ? 1e-3 : 2e-4) * std::sqrt(static_cast<double>(c.k));
-  const GemmW4A16Params params{x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group, c.bias ? b_d.view() : TensorView(), y_d};
+  const GemmW4A16Params params{x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group,
+                               c.bias ? b_d.view() : TensorView(), y_d};
   cuda_backend().gemm_w4a16(params);
   expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c));
   // The same weight in the backend's load-time layout (tiles where N % 16 == 0, K % 128 == 0;
@@ -114,8 +115,8 @@ TEST(GemmW4A16, MatchesCpuTensorCore) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
   for (int64_t m = 1; m <= 64; m += (m < 16 ? 1 : 3)) {
     const int group = m % 3 == 0 ? 32 : (m % 3 == 1 ? 64 : 128);
-    check_w4a16({m, 72 + 8 * (m % 5), 640, group, m % 2 == 1, m % 4 < 2 ? bf16 : f16, m % 3 == 0 ? f32 : (m % 4 < 2 ? bf16 : f16),
-                 m % 5 == 0, m % 7 == 0});
+    const DType x = m % 4 < 2 ? bf16 : f16;
+    check_w4a16({m, 72 + 8 * (m % 5), 640, group, m % 2 == 1, x, m % 3 == 0 ? f32 : x, m % 5 == 0, m % 7 == 0});
   }
   const W4Case cases[] = {
       {1, 8, 128, 128, true, bf16, bf16, false, false},       // one group, half a warp's tile
@@ -180,7 +181,8 @@ TEST(GemmW4A16, TileLayoutChecks) {
   EXPECT_EQ(cpu_backend().repack_int4(w.qweight), Int4Layout::kRows);
   Int4Host odd = random_int4(24, 256, 128, false, rng);
   Tensor q_d = to_device(odd.qweight), s_d = to_device(odd.scales);
-  Tensor x_d(cuda_backend().allocator(), DType::kBF16, {1, 256}), y_d(cuda_backend().allocator(), DType::kBF16, {1, 24});
+  Tensor x_d(cuda_backend().allocator(), DType::kBF16, {1, 256});
+  Tensor y_d(cuda_backend().allocator(), DType::kBF16, {1, 24});
   GemmW4A16Params bad{x_d, q_d, s_d, {}, 128, {}, y_d};
   bad.layout = Int4Layout::kTiles16;
   EXPECT_ERROR_CONTAINS(cuda_backend().gemm_w4a16(bad), "N % 16 == 0");

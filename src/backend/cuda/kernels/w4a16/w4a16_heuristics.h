@@ -77,6 +77,7 @@ inline constexpr bool w4a16_mma_rules_valid() {
   }
   return covered == kW4A16MmaMaxRows;
 }
-static_assert(w4a16_mma_rules_valid(), "each rule's configuration must hold its M, rules ascending up to kW4A16MmaMaxRows");
+static_assert(w4a16_mma_rules_valid(),
+              "each rule's configuration must hold its M, rules ascending up to kW4A16MmaMaxRows");
 
 }  // namespace brisk::cuda

@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t n = min(n0 + 16 * nt + 8 * h + g, a.n - 1);  // a clamped row is never written
-      wbase[nt][h] = tiles ? a.qweight + (n0 / 16 + nt) * 8 * a.k + h * 512 + lane * 16 : a.qweight + n * row_bytes + 16 * t;
+      wbase[nt][h] = tiles ? a.qweight + (n0 / 16 + nt) * 8 * a.k + h * 512 + lane * 16
+                           : a.qweight + n * row_bytes + 16 * t;
       grow[nt][h] = n * num_groups;
     }
 

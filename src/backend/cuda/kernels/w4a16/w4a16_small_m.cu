@@ -252,7 +252,9 @@ void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream) {
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_dequantize_int4(const DequantizeInt4Args& a, cudaStream_t stream) { launch_dequantize_int4(a, false, stream); }
+void launch_dequantize_int4(const DequantizeInt4Args& a, cudaStream_t stream) {
+  launch_dequantize_int4(a, false, stream);
+}
 
 void launch_dequantize_int4(const DequantizeInt4Args& a, bool tiles, cudaStream_t stream) {
   const int64_t words = a.n * (a.k / 8);
