@@ -22,6 +22,12 @@ uint64_t Backend::free_memory_bytes() const {
 
 std::unique_ptr<RecordedGraph> Backend::record_graph(const std::function<void()>&) { return nullptr; }
 
+Int4Layout Backend::repack_int4(TensorView qweight) {
+  BRISK_CHECK(qweight.dtype() == DType::kI4 && qweight.rank() == 2, "repack_int4: qweight is {} but must be i4 [N, K]",
+              qweight.describe());
+  return Int4Layout::kRows;
+}
+
 TensorView to_backend(Backend& backend, TensorView host, std::vector<Tensor>& keep) {
   if (backend.shares_host_memory()) return host;
   keep.emplace_back(backend.allocator(), host.dtype(), host.shape());

@@ -59,6 +59,15 @@ struct GemmParams {
   TensorView y{};     // [M, N]
 };
 
+// How the int4 values of a GemmW4A16Params qweight are ordered in memory. kRows is brisk's layout
+// (below; model/int4_weight.h); a backend may prefer another, produced once at load time by
+// Backend::repack_int4 (see there). The shape [N, K], the byte count and the meaning of scales
+// and zeros stay the same in every layout.
+//   kTiles16 (CUDA): rows in tiles of 16 (N % 16 == 0, K % 128 == 0); each tile's 16 * K / 2
+//   bytes are in the order one warp streams them: 16-byte unit ((c * 2 + h) * 32 + 4 g + t) of
+//   tile T holds row 16 T + 8 h + g, K values [128 c + 32 t, 128 c + 32 t + 32).
+enum class Int4Layout : int32_t { kRows = 0, kTiles16 = 1 };
+
 // y = x * dequant(w)^T (+ bias) for group-quantized int4 weights (W4A16), in brisk's layout
 // (model/int4_weight.h converts AutoAWQ and GPTQ checkpoints into it):
 //   dequant(w)[n, k] = (q[n, k] - zero[n, k / group_size]) * scale[n, k / group_size]
@@ -73,6 +82,7 @@ struct GemmW4A16Params {
   int group_size = 0;    // divides K
   TensorView bias{};     // optional [N]
   TensorView y{};        // [M, N]
+  Int4Layout layout = Int4Layout::kRows;  // qweight's: what repack_int4 returned for it
 };
 
 // Causal attention of each sequence's new tokens over its paged KV (earlier context plus the
@@ -166,6 +176,11 @@ class Backend {
   virtual void rope_kv_append(const RopeKvAppendParams& p) = 0;
   virtual void gemm(const GemmParams& p) = 0;
   virtual void gemm_w4a16(const GemmW4A16Params& p) = 0;
+  // Rearranges an int4 weight qweight (i4 [N, K] in brisk's row layout, on this backend) in place
+  // into the layout this backend's gemm_w4a16 reads fastest, and returns that layout: pass it as
+  // GemmW4A16Params::layout with this qweight from then on. Once per weight, at load time. The
+  // CPU keeps rows (no-op); CUDA tiles weights with N % 16 == 0 and K % 128 == 0 (kTiles16).
+  virtual Int4Layout repack_int4(TensorView qweight);
   virtual void attention(const AttentionParams& p) = 0;
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void sample(const SampleParams& p) = 0;

@@ -158,6 +158,7 @@ class WeightBuilder {
     }
     w.group_size = static_cast<int>(fused.group_size);
     w.qweight = keep_or_place(std::move(fused.qweight));
+    w.layout = backend_.repack_int4(w.qweight);  // the backend's fastest layout (no-op on the CPU)
     w.scales = keep_or_place(std::move(fused.scales));
     if (!fused.zeros.empty()) w.zeros = keep_or_place(std::move(fused.zeros));
     return w;
@@ -284,6 +285,7 @@ void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorVie
   p.group_size = w.group_size;
   p.bias = bias;
   p.y = y;
+  p.layout = w.layout;
   backend.gemm_w4a16(p);
 }
 
@@ -392,6 +394,7 @@ LinearWeight dummy_linear(Backend& backend, ModelWeights& out, const ModelConfig
   for (int64_t i = 0; i < scales.view().num_elements(); ++i) store_float(scales, i, std / 4.6f);  // std of q - 8
   w.group_size = static_cast<int>(group);
   w.qweight = to_backend(backend, qweight, out.owned);
+  w.layout = backend.repack_int4(w.qweight);
   w.scales = to_backend(backend, scales, out.owned);
   if (backend.shares_host_memory()) {
     out.owned.push_back(std::move(qweight));

@@ -24,6 +24,7 @@ struct LinearWeight {
   TensorView scales;   // [out_features, in_features / group_size]
   TensorView zeros;    // optional u8 [out_features, in_features / group_size]
   int group_size = 0;
+  Int4Layout layout = Int4Layout::kRows;  // qweight's, from Backend::repack_int4 at load time
 
   bool quantized() const { return !qweight.empty(); }
   uint64_t num_bytes() const;

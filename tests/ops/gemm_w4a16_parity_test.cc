@@ -1,15 +1,23 @@
 // gemm_w4a16: CUDA against the CPU reference (which equals x times the fp32 dequantized weight
 // exactly) on random int4 weights, scales in [0.005, 0.02], zero points in [0, 15] or symmetric,
 // x uniform in [-1, 1]. The CPU writes f32.
-// Tolerance: |cuda - cpu| <= atol + rtol * |cpu|, rtol = one rounding of y's dtype and
-// - M <= 16 (the int4 kernel, fp32 dequantization and accumulation in another order, plus the
-//   zero-point folding's cancellation): atol = 2e-4 * sqrt(K);
-// - M > 16 with 16-bit x (dequantized to x's dtype, then cuBLASLt): one bf16 rounding of every
-//   weight (2^-9 relative, |w| <= 0.3) adds up to ~1e-4 * sqrt(K): atol = 1e-3 * sqrt(K).
+// Tolerance: |cuda - cpu| <= atol + rtol * |cpu|, rtol = one rounding of y's dtype and, by the
+// path gemm_w4a16 takes (kernels/w4a16/w4a16_heuristics.h):
+// - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows (tensor-core kernel, passes of up
+//   to 64 rows): with group % 128
+//   != 0 each weight is dequantized to x's dtype, the scale rounded to it first: two roundings
+//   of every weight (2^-9 relative each for bf16, |w| <= 0.3, rms ~0.1) add up to ~1e-4 *
+//   sqrt(K) rms; with group % 128 == 0 the scale is applied to fp32 sums (more accurate):
+//   atol = 1e-3 * sqrt(K) for both;
+// - otherwise M <= 16 (CUDA-core kernel, fp32 dequantization and accumulation in another order,
+//   plus the zero-point folding's cancellation): atol = 2e-4 * sqrt(K);
+// - otherwise (dequantized to x's dtype, then cuBLASLt): one rounding of every weight for 16-bit
+//   x (atol = 1e-3 * sqrt(K)), exact for f32 x (atol = 2e-4 * sqrt(K)).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "ops_test_util.h"
 
 namespace brisk::testing {
@@ -22,24 +30,27 @@ struct W4Case {
   DType x, y;
   bool bias;
   bool strided_x;
+  DType scales = DType::kF16;
 };
 
 std::string describe(const W4Case& c) {
   return "gemm_w4a16 M " + std::to_string(c.m) + " N " + std::to_string(c.n) + " K " + std::to_string(c.k) +
          " group " + std::to_string(c.group) + (c.zeros ? " zeros" : " symmetric") + " x " + dtype_str(c.x) +
-         " y " + dtype_str(c.y) + (c.bias ? " +bias" : "") + (c.strided_x ? " strided x" : "");
+         " y " + dtype_str(c.y) + " scales " + dtype_str(c.scales) + (c.bias ? " +bias" : "") +
+         (c.strided_x ? " strided x" : "");
 }
 
 // Random int4 weights in brisk's layout with their scales and zero points.
 struct Int4Host {
   Tensor qweight, scales, zeros;
 };
-Int4Host random_int4(int64_t n, int64_t k, int group, bool with_zeros, std::mt19937& rng) {
+Int4Host random_int4(int64_t n, int64_t k, int group, bool with_zeros, std::mt19937& rng,
+                     DType scale_dtype = DType::kF16) {
   Int4Host w;
   w.qweight = Tensor(cpu_allocator(), DType::kI4, {n, k});
   std::uniform_int_distribution<int> byte(0, 255), nibble(0, 15);
   for (size_t i = 0; i < w.qweight.view().num_bytes(); ++i) w.qweight.data_as<uint8_t>()[i] = static_cast<uint8_t>(byte(rng));
-  w.scales = random_tensor(DType::kF16, {n, k / group}, rng, 0.005, 0.02);
+  w.scales = random_tensor(scale_dtype, {n, k / group}, rng, 0.005, 0.02);
   if (with_zeros) {
     w.zeros = Tensor(cpu_allocator(), DType::kU8, {n, k / group});
     for (int64_t i = 0; i < n * (k / group); ++i) w.zeros.data_as<uint8_t>()[i] = static_cast<uint8_t>(nibble(rng));
@@ -49,7 +60,7 @@ Int4Host random_int4(int64_t n, int64_t k, int group, bool with_zeros, std::mt19
 
 void check_w4a16(const W4Case& c) {
   std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group));
-  Int4Host w = random_int4(c.n, c.k, c.group, c.zeros, rng);
+  Int4Host w = random_int4(c.n, c.k, c.group, c.zeros, rng, c.scales);
   const int64_t x_cols = c.strided_x ? c.k + 8 : c.k;
   Tensor x_full = random_tensor(c.x, {c.m, x_cols}, rng);
   Tensor bias = random_tensor(DType::kF32, {c.n}, rng);
@@ -60,11 +71,22 @@ void check_w4a16(const W4Case& c) {
   Tensor x_d = to_device(x_full), q_d = to_device(w.qweight), s_d = to_device(w.scales), b_d = to_device(bias);
   Tensor z_d = c.zeros ? to_device(w.zeros) : Tensor();
   Tensor y_d(cuda_backend().allocator(), c.y, {c.m, c.n});
-  cuda_backend().gemm_w4a16({x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group,
-                             c.bias ? b_d.view() : TensorView(), y_d});
-  const bool dense_path = c.m > 16 && c.x != DType::kF32;
-  const double atol = (dense_path ? 1e-3 : 2e-4) * std::sqrt(static_cast<double>(c.k));
+  const bool x16 = c.x != DType::kF32;
+  const bool tensor_core = x16 && c.k % 128 == 0 && c.m <= cuda::kW4A16MmaMultiPassMaxRows;
+  const bool dequantized = !tensor_core && c.m > 16 && x16;
+  const double atol = (tensor_core || dequantized ? 1e-3 : 2e-4) * std::sqrt(static_cast<double>(c.k));
+  const GemmW4A16Params params{x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group,
+                               c.bias ? b_d.view() : TensorView(), y_d};
+  cuda_backend().gemm_w4a16(params);
   expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c));
+  // The same weight in the backend's load-time layout (tiles where N % 16 == 0, K % 128 == 0;
+  // f32 x then takes the dequantizing path: exact dequantization, atol as above).
+  GemmW4A16Params repacked = params;
+  repacked.layout = cuda_backend().repack_int4(q_d);
+  EXPECT_EQ(repacked.layout, c.n % 16 == 0 && c.k % 128 == 0 ? Int4Layout::kTiles16 : Int4Layout::kRows) << describe(c);
+  if (repacked.layout == Int4Layout::kRows) return;
+  cuda_backend().gemm_w4a16(repacked);
+  expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c) + " tiles");
 }
 
 TEST(GemmW4A16, MatchesCpuSmallM) {
@@ -86,6 +108,46 @@ TEST(GemmW4A16, MatchesCpuSmallM) {
   for (const W4Case& c : cases) check_w4a16(c);
 }
 
+// The tensor-core kernel: every M up to 64 (one to eight 8-token fragments, direct and permuted
+// x), N not a multiple of its 16 or 32 rows, groups 32 / 64 / 128, symmetric and asymmetric,
+// f16 and bf16 x, y of every dtype, scales of every dtype, bias, split-K.
+TEST(GemmW4A16, MatchesCpuTensorCore) {
+  const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
+  for (int64_t m = 1; m <= 64; m += (m < 16 ? 1 : 3)) {
+    const int group = m % 3 == 0 ? 32 : (m % 3 == 1 ? 64 : 128);
+    const DType x = m % 4 < 2 ? bf16 : f16;
+    check_w4a16({m, 72 + 8 * (m % 5), 640, group, m % 2 == 1, x, m % 3 == 0 ? f32 : x, m % 5 == 0, m % 7 == 0});
+  }
+  const W4Case cases[] = {
+      {1, 8, 128, 128, true, bf16, bf16, false, false},       // one group, half a warp's tile
+      {1, 4099, 4096, 128, true, bf16, bf16, true, false},    // N not a multiple of 16
+      {64, 4096, 1024, 128, true, bf16, bf16, true, false},   // the largest M
+      {16, 33, 8192, 64, false, f16, f16, true, false},       // small N, long K: split-K
+      {3, 24, 14336, 128, true, bf16, f32, false, false},     // split-K, K not a multiple of the split step
+      {33, 40, 4608, 32, true, bf16, bf16, true, false},      // split-K, 5 fragments
+      {8, 512, 1024, 128, true, bf16, bf16, false, false, f32},
+      {12, 256, 1024, 64, false, bf16, f16, true, false, bf16},
+      {40, 100, 384, 128, true, f16, f16, false, true, f32},  // strided x
+  };
+  for (const W4Case& c : cases) check_w4a16(c);
+}
+
+// Every configuration of the tensor-core kernel (the tuning benchmark forces each), with the
+// scale applied to the weights (group 64) and after the MMA (group 128, 256).
+TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
+  const DType bf16 = DType::kBF16, f16 = DType::kF16;
+  for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
+    cuda::w4a16_mma_config_override = c;
+    const int64_t max_m = 8 * cuda::kW4A16MmaConfigs[c].m_tiles;
+    for (const W4Case& w : {W4Case{max_m, 40, 1536, 128, true, bf16, bf16, true, false},
+                            W4Case{max_m - 5 > 0 ? max_m - 5 : 1, 24, 768, 64, false, f16, f16, false, false},
+                            W4Case{1, 16, 2048, 256, true, f16, bf16, true, false}}) {
+      check_w4a16(w);
+    }
+  }
+  cuda::w4a16_mma_config_override = -1;
+}
+
 TEST(GemmW4A16, MatchesCpuLargeM) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
   const W4Case cases[] = {
@@ -93,6 +155,10 @@ TEST(GemmW4A16, MatchesCpuLargeM) {
       {33, 256, 1024, 64, false, f16, f16, true, false},
       {64, 512, 2048, 32, true, bf16, f32, true, false},
       {19, 96, 256, 128, true, f32, f32, false, false},  // f32: exact dequantization, fp32 GEMM
+      {65, 136, 512, 64, true, bf16, bf16, true, false},  // just past one tensor-core pass
+      {128, 48, 1024, 128, true, f16, bf16, true, true},
+      {130, 64, 1024, 128, false, f16, f32, false, false},
+      {20, 48, 1056, 32, true, bf16, bf16, true, false},  // K not a multiple of 128
   };
   for (const W4Case& c : cases) check_w4a16(c);
 }
@@ -105,43 +171,118 @@ TEST(GemmW4A16, RejectsUnsupportedGroup) {
   EXPECT_ERROR_CONTAINS(cuda_backend().gemm_w4a16({x_d, q_d, s_d, {}, 16, {}, y_d}), "multiple of 32");
 }
 
-// Weights of several copies rotate so that the timed reads come from DRAM, not the 50 MB L2.
-TEST(GemmW4A16Perf, DecodeShapes) {
+TEST(GemmW4A16, TileLayoutChecks) {
+  std::mt19937 rng(2);
+  Int4Host w = random_int4(16, 256, 128, false, rng);
+  Tensor x(cpu_allocator(), DType::kF32, {1, 256}), y(cpu_allocator(), DType::kF32, {1, 16});
+  GemmW4A16Params p{x, w.qweight, w.scales, {}, 128, {}, y};
+  p.layout = Int4Layout::kTiles16;
+  EXPECT_ERROR_CONTAINS(cpu_backend().gemm_w4a16(p), "only the cuda backend");
+  EXPECT_EQ(cpu_backend().repack_int4(w.qweight), Int4Layout::kRows);
+  Int4Host odd = random_int4(24, 256, 128, false, rng);
+  Tensor q_d = to_device(odd.qweight), s_d = to_device(odd.scales);
+  Tensor x_d(cuda_backend().allocator(), DType::kBF16, {1, 256});
+  Tensor y_d(cuda_backend().allocator(), DType::kBF16, {1, 24});
+  GemmW4A16Params bad{x_d, q_d, s_d, {}, 128, {}, y_d};
+  bad.layout = Int4Layout::kTiles16;
+  EXPECT_ERROR_CONTAINS(cuda_backend().gemm_w4a16(bad), "N % 16 == 0");
+  EXPECT_EQ(cuda_backend().repack_int4(q_d), Int4Layout::kRows);  // N = 24: stays in rows
+}
+
+// Perf: Llama-3-8B's layer shapes over an M sweep (the table bench/w4a16_peers.py joins with
+// its PyTorch peers), the tensor-core kernel's configurations (to tune w4a16_heuristics.h), and
+// the large square GEMM. Weights of several device copies rotate so that the timed reads
+// come from DRAM, not the 50 MB L2.
+struct PerfShape {
+  const char* name;
+  int64_t n, k;
+};
+constexpr PerfShape kLlamaShapes[] = {{"gate_up", 28672, 4096}, {"qkv", 6144, 4096}, {"o_proj", 4096, 4096},
+                                      {"down", 4096, 14336}};
+constexpr int kPerfGroup = 128;
+
+struct PerfWeights {
+  std::vector<Tensor> q, sc, z;
+  double bytes = 0;  // of one copy: int4 values, f16 scales, u8 zero points
+  Int4Layout layout = Int4Layout::kRows;
+};
+PerfWeights perf_weights(int64_t n, int64_t k, bool tiles = true) {
+  PerfWeights w;
+  w.bytes = n * k / 2.0 + n * (k / kPerfGroup) * 3.0;
+  const int copies = static_cast<int>(std::ceil(256e6 / w.bytes));
+  std::mt19937 rng(1);
+  Int4Host h = random_int4(n, k, kPerfGroup, true, rng);
+  for (int i = 0; i < copies; ++i) {
+    w.q.push_back(to_device(h.qweight));
+    w.sc.push_back(to_device(h.scales));
+    w.z.push_back(to_device(h.zeros));
+    w.layout = tiles ? cuda_backend().repack_int4(w.q.back()) : Int4Layout::kRows;
+  }
+  return w;
+}
+
+void time_w4a16(const std::string& op, PerfWeights& w, int64_t m, int64_t n, int64_t k, int iterations = 50) {
+  Allocator& alloc = cuda_backend().allocator();
+  Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {m, n});
+  fill_random(x, 1);
+  int next = 0;
+  const int copies = static_cast<int>(w.q.size());
+  const std::string shape = "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k) + " g128";
+  report_perf(op, shape, w.bytes + 2.0 * (m * k + m * n), 2.0 * m * n * k, [&] {
+    const int i = next++ % copies;
+    GemmW4A16Params p{x, w.q[i], w.sc[i], w.z[i], kPerfGroup, {}, y};
+    p.layout = w.layout;
+    cuda_backend().gemm_w4a16(p);
+  }, iterations);
+}
+
+TEST(GemmW4A16Perf, LlamaShapes) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   Allocator& alloc = cuda_backend().allocator();
-  struct Shape3 { const char* name; int64_t n, k; };
-  const Shape3 shapes[] = {{"gate_up", 28672, 4096}, {"qkv", 6144, 4096}, {"o_proj", 4096, 4096},
-                           {"down", 4096, 14336}};
-  const int group = 128;
-  for (const Shape3& s : shapes) {
-    const double weight_bytes = s.n * s.k / 2.0 + s.n * (s.k / group) * 3.0;
-    const int copies = static_cast<int>(std::ceil(256e6 / weight_bytes));
-    std::vector<Tensor> q, sc, z;
-    for (int i = 0; i < copies; ++i) {
-      std::mt19937 rng(i);
-      Int4Host h = random_int4(s.n, s.k, group, true, rng);
-      q.push_back(to_device(h.qweight));
-      sc.push_back(to_device(h.scales));
-      z.push_back(to_device(h.zeros));
-    }
-    for (int64_t m : {int64_t{1}, int64_t{4}, int64_t{16}}) {
-      Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n});
-      fill_random(x, 1);
-      int next = 0;
-      const double bytes = weight_bytes + 2.0 * (m * s.k + m * s.n);
-      const std::string shape = "M " + std::to_string(m) + " N " + std::to_string(s.n) + " K " + std::to_string(s.k);
-      report_perf(std::string("w4a16 ") + s.name, shape + " g128", bytes, 2.0 * m * s.n * s.k, [&] {
-        const int i = next++ % copies;
-        cuda_backend().gemm_w4a16({x, q[i], sc[i], z[i], group, {}, y});
-      });
-      if (m == 1) {  // the peer in the same run: cuBLASLt on the dense bf16 weight
-        Tensor w(alloc, DType::kBF16, {s.n, s.k});
-        fill_random(w, 2);
-        report_perf(std::string("dense ") + s.name, shape + " bf16", 2.0 * s.n * s.k + 2.0 * (s.k + s.n),
-                    2.0 * s.n * s.k, [&] { cuda_backend().gemm({x, w, {}, y}); }, 20);
+  for (const PerfShape& s : kLlamaShapes) {
+    PerfWeights w = perf_weights(s.n, s.k);
+    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192}) {
+      time_w4a16(std::string("w4a16 ") + s.name, w, m, s.n, s.k, m >= 2048 ? 10 : 50);
+      if (m == 1 || m == 16) {  // brisk's own dense path (cuBLASLt) in the same run
+        Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n}), wd(alloc, DType::kBF16, {s.n, s.k});
+        fill_random(x, 1);
+        fill_random(wd, 2);
+        report_perf(std::string("dense ") + s.name,
+                    "M " + std::to_string(m) + " N " + std::to_string(s.n) + " K " + std::to_string(s.k) + " bf16",
+                    2.0 * s.n * s.k + 2.0 * m * (s.k + s.n), 2.0 * m * s.n * s.k,
+                    [&] { cuda_backend().gemm({x, wd, {}, y}); }, 20);
       }
     }
   }
+}
+
+// The tensor-core kernel on brisk's row layout (no load-time repack), beside the tiled numbers.
+TEST(GemmW4A16Perf, RowLayout) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  PerfWeights w = perf_weights(kLlamaShapes[0].n, kLlamaShapes[0].k, false);
+  for (int64_t m : {1, 16}) time_w4a16("w4a16-rows gate_up", w, m, kLlamaShapes[0].n, kLlamaShapes[0].k);
+}
+
+TEST(GemmW4A16Perf, MmaConfigs) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  for (const PerfShape& s : {kLlamaShapes[0], kLlamaShapes[2]}) {
+    PerfWeights w = perf_weights(s.n, s.k);
+    for (int64_t m : {1, 4, 8, 16, 32, 64}) {
+      for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
+        if (cuda::kW4A16MmaConfigs[c].m_tiles * 8 < m) continue;
+        cuda::w4a16_mma_config_override = c;
+        time_w4a16("w4a16 cfg" + std::to_string(c) + " " + s.name, w, m, s.n, s.k);
+      }
+      cuda::w4a16_mma_config_override = -1;
+    }
+  }
+}
+
+TEST(GemmW4A16Perf, LargeSquare) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  const int64_t m = 16384, n = 16384, k = 16384;
+  PerfWeights w = perf_weights(n, k);
+  time_w4a16("w4a16 square", w, m, n, k, 5);
 }
 
 }  // namespace

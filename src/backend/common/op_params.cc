@@ -147,6 +147,16 @@ void check_op_params(const GemmW4A16Params& p, Device device) {
               p.x.describe(), p.y.describe());
   BRISK_CHECK(p.y.size(1) == n, "gemm_w4a16: qweight is {} but y is {}: N differs",
               p.qweight.describe(), p.y.describe());
+  if (p.layout == Int4Layout::kTiles16) {
+    BRISK_CHECK(device == Device::kCuda,
+                "gemm_w4a16: qweight {} is in the CUDA tile layout (kTiles16), which only the cuda backend reads",
+                p.qweight.describe());
+    BRISK_CHECK(n % 16 == 0 && k % 128 == 0,
+                "gemm_w4a16: qweight {} in the tile layout (kTiles16) needs N % 16 == 0 and K % 128 == 0",
+                p.qweight.describe());
+  } else {
+    BRISK_CHECK(p.layout == Int4Layout::kRows, "gemm_w4a16: unknown int4 layout {}", static_cast<int>(p.layout));
+  }
   const Shape group_shape{n, k / p.group_size};
   BRISK_CHECK(p.scales.shape() == group_shape,
               "gemm_w4a16: scales is {} but qweight {} with group_size {} needs {}", p.scales.describe(),

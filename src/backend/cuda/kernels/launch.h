@@ -141,10 +141,11 @@ struct GemvArgs {
 };
 void launch_gemv(const GemvArgs& a, cudaStream_t stream);
 
-// y = x * dequant(w)^T (+ bias) for int4 weights in brisk's layout (GemmW4A16Params), M <= 16:
-// the bandwidth-bound decode path. Each warp streams 1024 consecutive K values of kCols weight
-// rows per step (one 16-byte load per lane and row), dequantizes in registers and accumulates in
-// fp32. With num_splits > 1 each split covers k_per_split values of K and writes fp32 partials
+// y = x * dequant(w)^T (+ bias) for int4 weights in brisk's layout (GemmW4A16Params), M <= 16,
+// on CUDA cores: the decode path for f32 x or K not a multiple of 128 (16-bit x otherwise takes
+// the tensor-core kernel, w4a16/w4a16_launch.h). Each warp streams 1024 consecutive K values of
+// kCols weight rows per step (one 16-byte load per lane and row), dequantizes in registers and
+// accumulates in fp32. With num_splits > 1 each split covers k_per_split values of K and writes fp32 partials
 // that launch_w4a16_reduce sums (split-K where N alone cannot fill the GPU).
 struct W4A16Args {
   const void* x = nullptr;  // [m, k], rows 16-byte aligned (rows_vectorizable)
@@ -165,7 +166,7 @@ struct W4A16Args {
   int64_t k = 0;
   int group_size = 0;                // a multiple of 32
   int num_splits = 1;
-  int64_t k_per_split = 0;           // a multiple of 1024 covering k in num_splits pieces
+  int64_t k_per_split = 0;           // covers k in num_splits pieces: a multiple of the kernel's K step
 };
 constexpr int kW4A16MaxRows = 16;
 // The split count for these sizes on a GPU of num_sms multiprocessors, and k_per_split to match.

@@ -26,6 +26,9 @@ void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
 void attention(const OpContext& ctx, const AttentionParams& p);
 // Int4 weights; large M dequantizes and multiplies through `dense` (see gemm_w4a16.cc).
 void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& p);
+// Backend::repack_int4: brisk's row layout to Int4Layout::kTiles16 in place, where N % 16 == 0
+// and K % 128 == 0 (else the rows stay and kRows is returned).
+Int4Layout repack_int4(const OpContext& ctx, TensorView qweight);
 void silu_mul(const OpContext& ctx, const SiluMulParams& p);
 void sample(const OpContext& ctx, const SampleParams& p);
 void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p);

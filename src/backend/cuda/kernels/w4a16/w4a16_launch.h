@@ -1,0 +1,32 @@
+// Launchers of the W4A16 kernels beyond launch.h's small-M kernel: the split-K reduction and the
+// tensor-core kernel (w4a16_mma.cu). Arguments are launch.h's W4A16Args.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/kernels/launch.h"
+
+namespace brisk::cuda {
+
+// y = sum of the num_splits partials (+ bias): the second kernel of a split-K launch.
+void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream);
+
+// The tensor-core kernel for M <= kW4A16MmaMaxRows (w4a16_heuristics.h): x f16 or bf16 with
+// rows 16-byte aligned, k a multiple of 128, group_size a multiple of 32, scales and y of any
+// float type. x_frag: scratch of w4a16_mma_x_frag_bytes(m, k) bytes, 16-byte aligned, for the
+// configurations that first permute x into fragment order (unused, may be null, otherwise).
+// k_per_split and num_splits come from w4a16_mma_plan_splits.
+void w4a16_mma_plan_splits(W4A16Args& a, int num_sms);
+int64_t w4a16_mma_x_frag_bytes(int m, int64_t k);
+// tiles: qweight is in Int4Layout::kTiles16 (backend.h), else brisk's row layout.
+void launch_w4a16_mma(const W4A16Args& a, bool tiles, void* x_frag, cudaStream_t stream);
+
+// dst = src ([n, k] int4, brisk's row layout) in Int4Layout::kTiles16: n % 16 == 0, k % 128 == 0,
+// both 16-byte aligned, not overlapping.
+void launch_int4_rows_to_tiles(const uint8_t* src, uint8_t* dst, int64_t n, int64_t k, cudaStream_t stream);
+// launch_dequantize_int4 (launch.h) for a qweight in either layout.
+void launch_dequantize_int4(const DequantizeInt4Args& a, bool tiles, cudaStream_t stream);
+
+}  // namespace brisk::cuda

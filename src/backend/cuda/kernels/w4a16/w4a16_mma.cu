@@ -1,0 +1,444 @@
+// W4A16 on tensor cores for small and medium M (decode, short prefills): y = x * dequant(w)^T
+// with mma.sync m16n8k16, the dequantized weights as the A operand (16 output features) and x
+// as B (8 tokens), so one fragment serves M <= 8 and kMTiles fragments M <= 8 kMTiles.
+// Weights in brisk's int4 row layout (model/int4_weight.h) or, faster, in the tile layout
+// (Int4Layout::kTiles16, backend.h) that Backend::repack_int4 makes at load time: the same 16
+// bytes per lane, stored so that each warp streams one contiguous run per 16-row tile.
+//
+// The K order inside an MMA is free (a dot product does not care), so each lane reads the
+// weights in long contiguous runs: lane (g = lane / 4, t = lane % 4) streams rows g and g + 8 of
+// its warp's 16-row tile, 32 K values (one 16-byte non-caching load) per row and chunk at
+// K offset k0 + 128 c + 32 t. Word w of such a load (K values 8w..8w+7) gives the lane two MMA
+// k-steps: nibble pairs (i, i + 4) for i = 0..3 are exactly what one LOP3 turns into a packed
+// bf16x2 / f16x2 (magic-number conversion, below), and they stand in for the fragment's
+// logical k pairs (2t, 2t + 1) and (2t + 8, 2t + 9). The B fragment takes x at the same
+// physical positions: pairs (x[8w + i], x[8w + i + 4]).
+//
+// x for M <= 4 is read directly (one 16-byte load per token, word and lane, through L1); for
+// larger M a small kernel first writes x in fragment order (permute_x: the 16 bytes lane l
+// needs for tile mt, chunk and word are unit ((mt * K / 128 + chunk) * 4 + w) * 32 + l), so a
+// warp's x loads are 512 contiguous bytes instead of 16 scattered pieces.
+//
+// Dequantization: OR-ing a nibble into the mantissa of 128 (bf16 0x4300) or 1024 (f16 0x6400)
+// gives 128 + q / 1024 + q exactly. With group_size % 128 == 0 (one group per 128-K chunk) these
+// go into the MMA as they are, and each chunk's fp32 sums become s (sum (128 + q) x - (128 + z)
+// sum x) per row: two LOP3-class instructions per pair of weights. Otherwise (q - z) * s is
+// rounded once to x's dtype before the MMA, as the dequantize-then-GEMM path does. Accumulation
+// is fp32 in the MMA.
+//
+// Pipelining: each warp holds the next step's weight loads (kNTiles * 2 * kChunks 16-byte loads
+// per lane, plus their scales and zero points) in registers while it dequantizes and multiplies
+// the current step. Split-K (when N alone gives too few warps) writes fp32 partials that
+// launch_w4a16_reduce sums: deterministic and graph safe.
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
+#include "backend/cuda/kernels/w4a16/w4a16_launch.h"
+#include "backend/cuda/runtime/cuda_check.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+
+template <FloatType kType>
+struct Int4Math;
+template <>
+struct Int4Math<FloatType::kBF16> {
+  static constexpr uint32_t kMagic = 0x43004300u;  // bf16 128 | 128
+  static constexpr uint32_t kOne = 0x3F803F80u;    // bf16 1 | 1
+  static constexpr float kOffset = 128.0f;
+  __device__ static uint32_t splat(float v) {
+    const __nv_bfloat162 h = __float2bfloat162_rn(v);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  // (q128 - z128) * s on a packed pair, rounded once: in fp32 as q128 * s - z128 * s (the
+  // cancellation costs ~4 of fp32's 24 bits), since a scale rounded to bf16 first (f16
+  // checkpoint scales) would bias a whole group.
+  __device__ static uint32_t dequant(uint32_t q, float scale, float zero_scale) {
+    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(__uint_as_float(q << 16), scale, -zero_scale),
+                                                   fmaf(__uint_as_float(q & 0xFFFF0000u), scale, -zero_scale));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+};
+template <>
+struct Int4Math<FloatType::kF16> {
+  static constexpr uint32_t kMagic = 0x64006400u;  // f16 1024 | 1024
+  static constexpr uint32_t kOne = 0x3C003C00u;    // f16 1 | 1
+  static constexpr float kOffset = 1024.0f;
+  __device__ static uint32_t splat(float v) {
+    const __half2 h = __float2half2_rn(v);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  // (q1024 - z1024) * s on packed pairs: the difference is exact, the product rounded once
+  // (checkpoint scales are f16 already).
+  __device__ static uint32_t dequant(uint32_t q, uint32_t z, uint32_t s) {
+    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&z)),
+                              *reinterpret_cast<const __half2*>(&s));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+};
+
+__device__ __forceinline__ uint4 load_streaming(const uint8_t* ptr) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(ptr));
+  return v;
+}
+
+// Scales and zero points through the read-only path, as volatile asm so that the compiler keeps
+// them where they are issued (a step ahead, with the weights) instead of sinking them to their
+// use, which would put one memory latency into every step.
+__device__ __forceinline__ uint32_t load_u32_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u16_nc(const void* ptr) {
+  uint16_t v;
+  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
+  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
+}
+
+// x values 0..7 (16 bytes, two per word) as the pairs (0, 4), (1, 5), (2, 6), (3, 7).
+__device__ __forceinline__ uint4 pair_halves(uint4 v) {
+  return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632), __byte_perm(v.y, v.w, 0x5410),
+                    __byte_perm(v.y, v.w, 0x7632));
+}
+
+// One pipeline step's global loads of one lane: raw, so that issuing them never waits.
+template <int kNTiles, int kChunks>
+struct Step {
+  uint4 w[kNTiles][2][kChunks];
+  uint32_t scale[kNTiles][2][kChunks];  // raw bits of the scale's own type; 0 for a chunk past the split
+  uint32_t zero[kNTiles][2][kChunks];
+};
+
+template <FloatType kType, int kMTiles, int kNTiles, int kChunks, int kStages, bool kPermutedX, bool kScaleAfter,
+          int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    w4a16_mma_kernel(W4A16Args a, bool tiles, const uint4* xp, const float* xsum) {
+  using Math = Int4Math<kType>;
+  constexpr int kStepK = 128 * kChunks;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * 16 * kNTiles;
+  if (n0 >= a.n) return;  // uniform per warp
+  // K positions in 32 bits (K < 2^31); the group of a position by a shift where group_size is
+  // a power of two (a 64-bit division per load would cost more than the dequantization).
+  const int k_begin = static_cast<int>(blockIdx.y * a.k_per_split);
+  const int k_end = static_cast<int>(min(a.k, int64_t{k_begin} + a.k_per_split));
+  const int64_t row_bytes = a.k / 2, num_groups = a.k / a.group_size;
+  const unsigned group_size = static_cast<unsigned>(a.group_size);
+  const bool group_pow2 = (group_size & (group_size - 1)) == 0;
+  const int group_shift = __ffs(static_cast<int>(group_size)) - 1;
+  const bool f32_scales = a.scale_type == FloatType::kF32;
+
+  // The lane's 16 bytes of chunk ci (K values [128 ci, 128 ci + 128)) of row h of tile nt lie at
+  // wbase[nt][h] + ci * wstride: 64 bytes apart along a row (kRows), 1 KiB apart in a tile
+  // (kTiles16, where a warp's loads are 512 contiguous bytes).
+  const uint8_t* wbase[kNTiles][2];
+  int64_t grow[kNTiles][2];
+  const int64_t wstride = tiles ? 1024 : 64;
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t n = min(n0 + 16 * nt + 8 * h + g, a.n - 1);  // a clamped row is never written
+      wbase[nt][h] = tiles ? a.qweight + (n0 / 16 + nt) * 8 * a.k + h * 512 + lane * 16
+                           : a.qweight + n * row_bytes + 16 * t;
+      grow[nt][h] = n * num_groups;
+    }
+
+  // Chunks at or past k_end are zero-filled without loads (scale 0: their weights are 0).
+  auto load_step = [&](int k0, Step<kNTiles, kChunks>& s) {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const unsigned kk = static_cast<unsigned>(k0 + 128 * c + 32 * t);
+      const bool valid = k0 + 128 * c < k_end;
+      const unsigned group = group_pow2 ? kk >> group_shift : kk / group_size;
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (valid) {
+            const int64_t gi = grow[nt][h] + group;
+            s.w[nt][h][c] = load_streaming(wbase[nt][h] + (k0 / 128 + c) * wstride);
+            s.scale[nt][h][c] = f32_scales ? load_u32_nc(static_cast<const float*>(a.scales) + gi)
+                                           : load_u16_nc(static_cast<const uint16_t*>(a.scales) + gi);
+            s.zero[nt][h][c] = a.zeros != nullptr ? load_u8_nc(a.zeros + gi) : 8u;
+          } else {
+            s.w[nt][h][c] = make_uint4(0, 0, 0, 0);
+            s.scale[nt][h][c] = 0;
+            s.zero[nt][h][c] = 0;
+          }
+        }
+    }
+  };
+
+  float acc[kMTiles][kNTiles][4];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+
+  const int64_t chunks_per_row = a.k / 128;
+  const int tokens_padded = 8 * kMTiles;
+  auto compute_step = [&](const Step<kNTiles, kChunks>& cur, int k0) {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int kk = k0 + 128 * c + 32 * t;
+      const int chunk = (k0 + 128 * c) / 128;
+      const bool valid = k0 + 128 * c < k_end;  // uniform per warp
+      float scale[kNTiles][2], zero[kNTiles][2];
+      uint32_t z2[kNTiles][2], s2[kNTiles][2];
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t raw = cur.scale[nt][h][c];
+          scale[nt][h] = f32_scales ? __uint_as_float(raw) : bits_to_float(static_cast<uint16_t>(raw), a.scale_type);
+          zero[nt][h] = Math::kOffset + static_cast<float>(cur.zero[nt][h][c]);
+          if constexpr (!kScaleAfter && kType == FloatType::kF16) {
+            s2[nt][h] = Math::splat(scale[nt][h]);
+            z2[nt][h] = Math::splat(zero[nt][h]);
+          }
+        }
+      // kScaleAfter: the MMA takes 128 + q (1024 + q) exactly, and the chunk's sums are turned
+      // into s (sum (offset + q) x - (offset + z) sum x) per row (one group per chunk).
+      float part[kMTiles][kNTiles][4];
+      float xs[kMTiles][4];  // direct x: the chunk's x sums of tokens 2t, 2t + 1 (c0, c1)
+      if constexpr (kScaleAfter) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) xs[mt][i] = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) part[mt][nt][i] = 0.0f;
+        }
+      }
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        uint32_t frag[kNTiles][2][4];  // [tile][row g / g + 8][nibble pair i]
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const uint32_t word = word_of(cur.w[nt][h][c], w);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const uint32_t q = ((word >> (4 * i)) & 0x000F000Fu) | Math::kMagic;
+              if constexpr (kScaleAfter) {
+                frag[nt][h][i] = q;
+              } else if constexpr (kType == FloatType::kBF16) {
+                frag[nt][h][i] = Math::dequant(q, scale[nt][h], zero[nt][h] * scale[nt][h]);
+              } else {
+                frag[nt][h][i] = Math::dequant(q, z2[nt][h], s2[nt][h]);
+              }
+            }
+          }
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          uint4 xv = make_uint4(0, 0, 0, 0);
+          if constexpr (kPermutedX) {
+            if (valid) xv = __ldg(xp + ((mt * chunks_per_row + chunk) * 4 + w) * 32 + lane);
+          } else {
+            const int token = 8 * mt + g;
+            if (valid && token < a.m) {
+              const uint16_t* xr = static_cast<const uint16_t*>(a.x) + token * a.x_stride + kk + 8 * w;
+              xv = pair_halves(__ldg(reinterpret_cast<const uint4*>(xr)));
+            }
+          }
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt) {
+            const uint32_t a0[4] = {frag[nt][0][0], frag[nt][1][0], frag[nt][0][1], frag[nt][1][1]};
+            const uint32_t a1[4] = {frag[nt][0][2], frag[nt][1][2], frag[nt][0][3], frag[nt][1][3]};
+            float (&dst)[4] = kScaleAfter ? part[mt][nt] : acc[mt][nt];
+            KvTraits<kType>::mma(dst, a0, xv.x, xv.y);
+            KvTraits<kType>::mma(dst, a1, xv.z, xv.w);
+          }
+          if constexpr (kScaleAfter && !kPermutedX) {
+            const uint32_t ones[4] = {Math::kOne, Math::kOne, Math::kOne, Math::kOne};
+            KvTraits<kType>::mma(xs[mt], ones, xv.x, xv.y);
+            KvTraits<kType>::mma(xs[mt], ones, xv.z, xv.w);
+          }
+        }
+      }
+      if constexpr (kScaleAfter) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          float x0 = xs[mt][0], x1 = xs[mt][1];
+          if constexpr (kPermutedX) {
+            if (valid) {
+              const float2 v = *reinterpret_cast<const float2*>(xsum + chunk * tokens_padded + 8 * mt + 2 * t);
+              x0 = v.x;
+              x1 = v.y;
+            }
+          }
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int h = i >> 1;
+              const float dot = fmaf(-zero[nt][h], (i & 1) ? x1 : x0, part[mt][nt][i]);
+              acc[mt][nt][i] = fmaf(scale[nt][h], dot, acc[mt][nt][i]);
+            }
+        }
+      }
+    }
+  };
+
+  // A ring of kStages steps in registers: kStages - 1 steps of loads stay in flight while one
+  // is computed. The ring is indexed by compile-time constants (the inner loop unrolls).
+  Step<kNTiles, kChunks> ring[kStages];
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) load_step(k_begin + s * kStepK, ring[s]);
+  for (int k0 = k_begin; k0 < k_end; k0 += kStages * kStepK) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      const int ks = k0 + s * kStepK;
+      if (ks >= k_end) break;
+      load_step(ks + (kStages - 1) * kStepK, ring[(s + kStages - 1) % kStages]);
+      compute_step(ring[s], ks);
+    }
+  }
+
+  // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8, the same tokens.
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int token = 8 * mt + 2 * t + (i & 1);
+        const int64_t n = n0 + 16 * nt + g + 8 * (i >> 1);
+        if (token >= a.m || n >= a.n) continue;
+        if (a.num_splits > 1) {
+          a.partials[(int64_t{blockIdx.y} * a.m + token) * a.n + n] = acc[mt][nt][i];
+        } else {
+          const float bias = a.bias != nullptr ? load_one(a.bias, a.bias_type, n) : 0.0f;
+          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, n, acc[mt][nt][i] + bias);
+        }
+      }
+}
+
+// x [m, k] (16-bit) into fragment order for m_tiles * 8 tokens (zeros past m), and the sum of
+// each token's x over each 128-K chunk: xsum [k / 128, m_tiles * 8]. A block of 128 threads
+// handles one (tile, chunk): thread = word w * 32 + lane.
+__global__ void __launch_bounds__(128) w4a16_permute_x_kernel(W4A16Args a, int m_tiles, uint4* out, float* xsum) {
+  __shared__ float sums[4][8];
+  const int64_t chunks_per_row = a.k / 128;
+  const int lane = threadIdx.x % 32, w = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  for (int64_t block = blockIdx.x; block < m_tiles * chunks_per_row; block += gridDim.x) {
+    const int64_t chunk = block % chunks_per_row, mt = block / chunks_per_row;
+    const int64_t token = 8 * mt + g;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (token < a.m) {
+      const uint16_t* xr = static_cast<const uint16_t*>(a.x) + token * a.x_stride + chunk * 128 + 32 * t + 8 * w;
+      v = *reinterpret_cast<const uint4*>(xr);
+    }
+    out[block * 128 + threadIdx.x] = pair_halves(v);
+    float f[8];
+    load8(&v, a.x_type, 0, f);
+    float sum = ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
+    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+    if (t == 0) sums[w][g] = sum;
+    __syncthreads();
+    if (threadIdx.x < 8) {
+      xsum[chunk * (8 * m_tiles) + 8 * mt + threadIdx.x] =
+          (sums[0][threadIdx.x] + sums[1][threadIdx.x]) + (sums[2][threadIdx.x] + sums[3][threadIdx.x]);
+    }
+    __syncthreads();
+  }
+}
+
+template <FloatType kType, int kIndex, bool kScaleAfter>
+void launch_config(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, cudaStream_t stream) {
+  constexpr W4A16MmaConfig kCfg = kW4A16MmaConfigs[kIndex];
+  const int64_t num_warps = (a.n + 16 * kCfg.n_tiles - 1) / (16 * kCfg.n_tiles);
+  const dim3 grid(static_cast<unsigned>((num_warps + kWarps - 1) / kWarps), static_cast<unsigned>(a.num_splits));
+  w4a16_mma_kernel<kType, kCfg.m_tiles, kCfg.n_tiles, kCfg.chunks, kCfg.stages, kCfg.permuted_x, kScaleAfter,
+                   kCfg.min_blocks><<<grid, kThreads, 0, stream>>>(a, tiles, xp, xsum);
+}
+
+template <FloatType kType, int kIndex>
+void launch_index(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, int index, cudaStream_t stream) {
+  if constexpr (kIndex < kW4A16MmaNumConfigs) {
+    if (index != kIndex) {
+      launch_index<kType, kIndex + 1>(a, tiles, xp, xsum, index, stream);
+    } else if (a.group_size % 128 == 0) {
+      launch_config<kType, kIndex, true>(a, tiles, xp, xsum, stream);
+    } else {
+      launch_config<kType, kIndex, false>(a, tiles, xp, xsum, stream);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t w4a16_mma_x_frag_bytes(int m, int64_t k) {
+  const int64_t tokens = 8 * w4a16_mma_config(m).m_tiles;
+  return tokens * k * 2 + tokens * (k / 128) * 4;  // x in fragment order, then xsum
+}
+
+void w4a16_mma_plan_splits(W4A16Args& a, int num_sms) {
+  const W4A16MmaConfig cfg = w4a16_mma_config(a.m);
+  const int64_t step_k = 128 * cfg.chunks;
+  const int64_t num_warps = (a.n + 16 * cfg.n_tiles - 1) / (16 * cfg.n_tiles);
+  const int64_t sms = std::max(num_sms, 1);
+  const int64_t steps = (a.k + step_k - 1) / step_k;
+  int64_t splits = 1;
+  if (num_warps < sms * kW4A16MmaMinWarpsPerSm) {
+    splits = std::clamp<int64_t>((sms * kW4A16MmaWarpsPerSm + num_warps - 1) / num_warps, 1,
+                                 std::min<int64_t>(steps, kW4A16MmaMaxSplits));
+  }
+  const int64_t steps_per_split = (steps + splits - 1) / splits;
+  a.k_per_split = steps_per_split * step_k;
+  a.num_splits = static_cast<int>((steps + steps_per_split - 1) / steps_per_split);
+}
+
+void launch_w4a16_mma(const W4A16Args& a, bool tiles, void* x_frag, cudaStream_t stream) {
+  if (a.m == 0 || a.n == 0) return;
+  const int index = w4a16_mma_config_index(a.m);
+  const W4A16MmaConfig cfg = kW4A16MmaConfigs[index];
+  const uint4* xp = nullptr;
+  const float* xsum = nullptr;
+  if (cfg.permuted_x) {
+    const int64_t tokens = 8 * cfg.m_tiles;
+    uint4* frag = static_cast<uint4*>(x_frag);
+    float* sums = reinterpret_cast<float*>(static_cast<char*>(x_frag) + tokens * a.k * 2);
+    const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>(cfg.m_tiles * (a.k / 128), 1, 65535));
+    w4a16_permute_x_kernel<<<blocks, 128, 0, stream>>>(a, cfg.m_tiles, frag, sums);
+    BRISK_CUDA_CHECK(cudaGetLastError());
+    xp = frag;
+    xsum = sums;
+  }
+  if (a.x_type == FloatType::kF16) {
+    launch_index<FloatType::kF16, 0>(a, tiles, xp, xsum, index, stream);
+  } else {
+    launch_index<FloatType::kBF16, 0>(a, tiles, xp, xsum, index, stream);
+  }
+  BRISK_CUDA_CHECK(cudaGetLastError());
+  if (a.num_splits > 1) launch_w4a16_reduce(a, stream);
+}
+
+}  // namespace brisk::cuda
