@@ -211,6 +211,7 @@ class PackedLinear {
     p.qweight = qweight_;
     p.scales = scales_;
     p.zeros = zeros_;
+    p.layout = layout_;
     p.group_size = int(host_.group_size);
     p.bias = bias_;
     p.y = as_matrix(yv, "out");
@@ -250,6 +251,7 @@ class PackedLinear {
                                   .c_str());
     }
     qweight_ = to_backend(*backend_, host_.qweight, keep_);
+    layout_ = backend_->repack_int4(qweight_);  // the backend's fastest layout (the CPU keeps rows)
     scales_ = to_backend(*backend_, host_.scales, keep_);
     zeros_ = to_backend(*backend_, host_.zeros, keep_);
     if (!bias_host_.empty()) bias_ = to_backend(*backend_, bias_host_, keep_);
@@ -276,6 +278,7 @@ class PackedLinear {
   Tensor bias_host_;      // [N], or empty
   std::vector<Tensor> keep_;  // backend copies (none on the CPU)
   TensorView qweight_, scales_, zeros_, bias_;  // in the backend's memory
+  Int4Layout layout_ = Int4Layout::kRows;        // qweight_'s, from Backend::repack_int4
 };
 
 void translate_errors(const std::exception_ptr& p, void*) {
