@@ -73,6 +73,10 @@ bool launch_prefill_attention(const PrefillAttentionArgs& args, cudaStream_t str
   PrefillAttentionArgs a = args;
   const int64_t rows = int64_t{a.num_heads / a.num_kv_heads} * a.max_query_len;
   a.num_row_tiles = static_cast<int>((rows + entry->shape.rows() - 1) / entry->shape.rows());
+  if (prefill_attention_hopper_supports(a)) {
+    launch_prefill_attention_hopper(a, stream);  // 128 rows a block, as the table's hd 64 / 128 shapes
+    return true;
+  }
   entry->launch(a, stream);
   return true;
 }
