@@ -4,6 +4,8 @@
 // kernel (prefill_attention.cuh).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 
@@ -55,6 +57,19 @@ const TableEntry* find_entry(FloatType kv_type, int head_dim) {
   return nullptr;
 }
 
+enum class KernelChoice { kHopper, kHopperSerial, kMma };
+
+KernelChoice kernel_choice() {
+  static const KernelChoice choice = [] {
+    const char* value = std::getenv("BRISK_PREFILL_KERNEL");
+    const std::string name = value != nullptr ? value : "";
+    if (name == "mma") return KernelChoice::kMma;
+    if (name == "hopper-serial") return KernelChoice::kHopperSerial;
+    return KernelChoice::kHopper;
+  }();
+  return choice;
+}
+
 }  // namespace prefill
 
 bool prefill_attention_supports(FloatType kv_type, int head_dim) {
@@ -73,8 +88,10 @@ bool launch_prefill_attention(const PrefillAttentionArgs& args, cudaStream_t str
   PrefillAttentionArgs a = args;
   const int64_t rows = int64_t{a.num_heads / a.num_kv_heads} * a.max_query_len;
   a.num_row_tiles = static_cast<int>((rows + entry->shape.rows() - 1) / entry->shape.rows());
-  if (prefill_attention_hopper_supports(a)) {
-    launch_prefill_attention_hopper(a, stream);  // 128 rows a block, as the table's hd 64 / 128 shapes
+  const prefill::KernelChoice choice = prefill::kernel_choice();
+  if (choice != prefill::KernelChoice::kMma && prefill_attention_hopper_supports(a)) {
+    // 128 rows a block, as the table's hd 64 / 128 shapes.
+    launch_prefill_attention_hopper(a, choice == prefill::KernelChoice::kHopper, stream);
     return true;
   }
   entry->launch(a, stream);

@@ -45,7 +45,9 @@ bool prefill_attention_supports(FloatType kv_type, int head_dim);
 // The shape the table picks for the key (a default shape when there is none).
 PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim);
 // Launches the kernel: the Hopper one (wgmma + TMA, prefill_attention_hopper.cuh) where it
-// applies, else the mma.sync one of the table. Returns false, launching nothing, when neither
+// applies, else the mma.sync one of the table. BRISK_PREFILL_KERNEL (read once) picks another
+// for benchmarks and bisection: "mma" (the table's), "hopper-serial" (the Hopper kernel, one
+// tile at a time). Returns false, launching nothing, when neither
 // has a kernel for (kv_type, head_dim): the caller reports it.
 bool launch_prefill_attention(const PrefillAttentionArgs& a, cudaStream_t stream);
 
@@ -53,6 +55,8 @@ bool launch_prefill_attention(const PrefillAttentionArgs& a, cudaStream_t stream
 // per paged block), caches whose 2-d views have fewer than 2^31 rows, and a driver that encodes
 // tensor maps. Its blocks hold the same 128 rows as the table's hd 64 / 128 shapes.
 bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a);
-void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, cudaStream_t stream);
+// overlap: tile t's S and softmax run while tile t - 1's P V is on the tensor cores (else one
+// tile at a time).
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, bool overlap, cudaStream_t stream);
 
 }  // namespace brisk::cuda

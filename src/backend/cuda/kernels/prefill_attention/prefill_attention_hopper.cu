@@ -1,6 +1,7 @@
 // The Hopper prefill attention kernel (prefill_attention_hopper.cuh): its instances and the
-// launcher. Instances: KV dtype x head dim, with the pipeline depth that fits shared memory
-// (hd 128: 32 KB of Q + 2 stages of 64 KB of K / V; hd 64: 16 KB + 4 x 32 KB).
+// launcher. Instances: KV dtype x head dim x main loop (overlapped or one tile at a time), with
+// the pipeline depth that fits shared memory (hd 128: 32 KB of Q + 3 stages of 64 KB of K / V;
+// hd 64: 16 KB + 4 x 32 KB).
 #include "backend/cuda/kernels/prefill_attention/cache_tensor_map.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention_hopper.cuh"
 
@@ -8,15 +9,15 @@ namespace brisk::cuda {
 namespace prefill {
 namespace {
 
-template <FloatType kKvType, int kHeadDim>
+template <FloatType kKvType, int kHeadDim, bool kOverlap>
 void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
-  constexpr int kStages = kHeadDim == 128 ? 2 : 4;
+  constexpr int kStages = kHeadDim == 128 ? 3 : 4;
   using Config = HopperConfig<kHeadDim, kStages>;
   HopperLaunchExtras extras;
   extras.box_rows_log2 = a.block_size_log2 < Config::kTileKeysLog2 ? a.block_size_log2 : Config::kTileKeysLog2;
   extras.oob_row = static_cast<int>(cache_tensor_rows(a));
   const CacheTensorMaps maps = make_cache_tensor_maps(a, 1 << extras.box_rows_log2);
-  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages>(a, maps.k, maps.v, extras, stream);
+  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kOverlap>(a, maps.k, maps.v, extras, stream);
 }
 
 }  // namespace
@@ -27,15 +28,25 @@ bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a) {
   const bool shape_ok = (a.head_dim == 64 || a.head_dim == 128) && a.block_size_log2 >= 3;
   // Tensor-map rows, and the row past them that boxes of missing blocks aim at, are int32.
   const bool rows_ok = cache_tensor_rows(a) + 128 <= int64_t{INT32_MAX};
-  return type_ok && shape_ok && rows_ok && cache_tensor_maps_available();
+  const bool items_ok = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles <= int64_t{INT32_MAX};
+  return type_ok && shape_ok && rows_ok && items_ok && cache_tensor_maps_available();
 }
 
-void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, bool overlap, cudaStream_t stream) {
+  using prefill::launch_hopper;
   const bool bf16 = a.kv_type == FloatType::kBF16;
   if (a.head_dim == 128) {
-    bf16 ? prefill::launch_hopper<FloatType::kBF16, 128>(a, stream) : prefill::launch_hopper<FloatType::kF16, 128>(a, stream);
+    if (overlap) {
+      bf16 ? launch_hopper<FloatType::kBF16, 128, true>(a, stream) : launch_hopper<FloatType::kF16, 128, true>(a, stream);
+    } else {
+      bf16 ? launch_hopper<FloatType::kBF16, 128, false>(a, stream) : launch_hopper<FloatType::kF16, 128, false>(a, stream);
+    }
   } else {
-    bf16 ? prefill::launch_hopper<FloatType::kBF16, 64>(a, stream) : prefill::launch_hopper<FloatType::kF16, 64>(a, stream);
+    if (overlap) {
+      bf16 ? launch_hopper<FloatType::kBF16, 64, true>(a, stream) : launch_hopper<FloatType::kF16, 64, true>(a, stream);
+    } else {
+      bf16 ? launch_hopper<FloatType::kBF16, 64, false>(a, stream) : launch_hopper<FloatType::kF16, 64, false>(a, stream);
+    }
   }
 }
 

@@ -1,10 +1,13 @@
 // Paged causal GQA prefill attention for Hopper: warp-specialised, K/V tiles by the bulk tensor
 // copy engine (TMA) from the paged cache, both matrix products on wgmma.
 //
-// Work split: as the mma.sync kernel (prefill_attention.cuh): one block per (kv head, sequence,
-// row tile), the block's kRows rows are (token, head) pairs of one sequence sharing the kv head,
+// Work split: items of kRows rows as in the mma.sync kernel (prefill_attention.cuh): (kv head,
+// sequence, row tile), the rows (token, head) pairs of one sequence sharing the kv head,
 // token-major (row = token * group + head in group), so each K/V tile serves the whole GQA
-// group; grid z runs over row tiles from the last one down (the long causal rows start first).
+// group. Persistent: one block per SM strides over the items in longest-first order (row tiles
+// from the last one down: the long causal rows first, the short ones fill the tail); items past
+// a sequence's rows are skipped without a launch. The K/V stage ring and its barrier phases run
+// on across a block's items.
 //
 // Roles: warpgroup 0 is the producer (its registers given away with setmaxnreg; one warp
 // works): per K/V tile it waits for a free stage (the `empty` barrier), announces the stage's
@@ -68,7 +71,37 @@ struct HopperLaunchExtras {
   int oob_row = 0;
 };
 
-template <FloatType kKvType, typename C>
+// One work item of the persistent kernel: (kv head, sequence, row tile) and the keys its rows see.
+struct HopperWork {
+  int kv_head, seq, q_begin, row0, num_rows, past, key_base, key_end, num_tiles;
+};
+
+// Item `item` in longest-first order: row tiles from the last one down (the long causal rows
+// first), then sequences, then kv heads. num_rows <= 0: the sequence has no such row tile.
+template <int kRows, int kTileKeys>
+__device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a, int item, int group) {
+  HopperWork w;
+  w.kv_head = item % a.num_kv_heads;
+  const int rest = item / a.num_kv_heads;
+  w.seq = rest % a.num_seqs;
+  const int row_tile = a.num_row_tiles - 1 - rest / a.num_seqs;
+  w.q_begin = a.query_start[w.seq];
+  const int q_len = a.query_start[w.seq + 1] - w.q_begin;
+  const int context_len = a.context_lens[w.seq];
+  w.row0 = row_tile * kRows;
+  w.num_rows = min(kRows, group * q_len - w.row0);
+  w.past = context_len - q_len;  // position of the sequence's first new token
+  // Keys the rows see: up to the last row's position, from the first row's window.
+  const int first_position = w.past + w.row0 / group;
+  const int last_position = w.past + (w.row0 + max(w.num_rows, 1) - 1) / group;
+  const int lowest_key = a.sliding_window > 0 ? max(0, first_position - a.sliding_window + 1) : 0;
+  w.key_end = max(0, last_position + 1);
+  w.key_base = lowest_key & ~(kTileKeys - 1);  // tiles align with cache blocks
+  w.num_tiles = w.key_end > w.key_base ? (w.key_end - w.key_base + kTileKeys - 1) / kTileKeys : 0;
+  return w;
+}
+
+template <FloatType kKvType, typename C, bool kOverlap>
 __global__ void __launch_bounds__(C::kThreads, 1)
 prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map, const HopperLaunchExtras extras) {
@@ -90,27 +123,9 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
-  const int kv_head = blockIdx.x;
-  const int seq = blockIdx.y;
-  const int row_tile = static_cast<int>(gridDim.z) - 1 - static_cast<int>(blockIdx.z);
   const int group = a.num_heads / a.num_kv_heads;
-
-  const int q_begin = a.query_start[seq];
-  const int q_len = a.query_start[seq + 1] - q_begin;
-  const int context_len = a.context_lens[seq];
-  const int row0 = row_tile * C::kRows;
-  const int num_rows = min(C::kRows, group * q_len - row0);
-  if (num_rows <= 0) return;  // uniform over the block, before any barrier
-  const int past = context_len - q_len;  // position of the sequence's first new token
-
-  // Keys the block's rows see: up to the last row's position, from the first row's window.
-  const int first_position = past + row0 / group;
-  const int last_position = past + (row0 + num_rows - 1) / group;
+  const int num_items = a.num_kv_heads * a.num_seqs * a.num_row_tiles;
   const int window = a.sliding_window;
-  const int lowest_key = window > 0 ? max(0, first_position - window + 1) : 0;
-  const int key_end = max(0, last_position + 1);
-  const int key_base = lowest_key & ~(kTileKeys - 1);  // tiles align with cache blocks
-  const int num_tiles = key_end > key_base ? (key_end - key_base + kTileKeys - 1) / kTileKeys : 0;
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -128,38 +143,43 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     const int box_log2 = extras.box_rows_log2;
     const int boxes = kTileKeys >> box_log2;
     const int block_log2 = a.block_size_log2;
-    const int32_t* table = a.block_tables + int64_t{seq} * a.max_blocks_per_seq;
     if (lane == 0) {
       hopper::tma_prefetch_descriptor(&k_map);
       hopper::tma_prefetch_descriptor(&v_map);
     }
-    // Row of the tensor maps where this lane's box of tile t starts.
-    auto box_row = [&](int t) {
-      const int key = key_base + t * kTileKeys + (lane << box_log2);
-      if (lane >= boxes || t >= num_tiles || key >= key_end) return extras.oob_row;
-      const int block = key >> block_log2;
-      if (block >= a.max_blocks_per_seq) return extras.oob_row;
-      const int id = table[block];
-      if (id < 0 || id >= a.num_cache_blocks) return extras.oob_row;
-      return ((id * a.num_kv_heads + kv_head) << block_log2) + (key & ((1 << block_log2) - 1));
-    };
-    int row = box_row(0);
-    for (int t = 0; t < num_tiles; ++t) {
-      const int s = t % kStages;
-      const int next_row = box_row(t + 1);  // the table read overlaps the wait
-      hopper::mbarrier_wait(empty_bar + 8 * s, ((t / kStages) & 1) ^ 1);
-      if (lane == 0) hopper::mbarrier_arrive_expect_tx(full_bar + 8 * s, C::kStageBytes);
-      __syncwarp();
-      if (lane < boxes) {
-        const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + (lane << box_log2) * hopper::kPanelRowBytes;
-        const uint32_t v_dst = k_dst + C::kTileBytes;
+    int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
+    for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+      const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
+      if (w.num_rows <= 0) continue;
+      const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
+      // Row of the tensor maps where this lane's box of tile t starts.
+      auto box_row = [&](int t) {
+        const int key = w.key_base + t * kTileKeys + (lane << box_log2);
+        if (lane >= boxes || t >= w.num_tiles || key >= w.key_end) return extras.oob_row;
+        const int block = key >> block_log2;
+        if (block >= a.max_blocks_per_seq) return extras.oob_row;
+        const int id = table[block];
+        if (id < 0 || id >= a.num_cache_blocks) return extras.oob_row;
+        return ((id * a.num_kv_heads + w.kv_head) << block_log2) + (key & ((1 << block_log2) - 1));
+      };
+      int row = box_row(0);
+      for (int t = 0; t < w.num_tiles; ++t, ++it) {
+        const int s = it % kStages;
+        const int next_row = box_row(t + 1);  // the table read overlaps the wait
+        hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
+        if (lane == 0) hopper::mbarrier_arrive_expect_tx(full_bar + 8 * s, C::kStageBytes);
+        __syncwarp();
+        if (lane < boxes) {
+          const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + (lane << box_log2) * hopper::kPanelRowBytes;
+          const uint32_t v_dst = k_dst + C::kTileBytes;
 #pragma unroll
-        for (int p = 0; p < kPanels; ++p) {
-          hopper::tma_load_2d(k_dst + p * C::kKvPanelBytes, &k_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
-          hopper::tma_load_2d(v_dst + p * C::kKvPanelBytes, &v_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+          for (int p = 0; p < kPanels; ++p) {
+            hopper::tma_load_2d(k_dst + p * C::kKvPanelBytes, &k_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+            hopper::tma_load_2d(v_dst + p * C::kKvPanelBytes, &v_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+          }
         }
+        row = next_row;
       }
-      row = next_row;
     }
     return;
   }
@@ -172,195 +192,271 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   const int warp = ctid / 32;        // consumer warp
   const int wg_row0 = wg * 64;
 
-  // The warpgroup's q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
-  constexpr int kChunks = kHeadDim / 8;
-  for (int e = wg_tid; e < 64 * kChunks; e += 128) {
-    const int r = wg_row0 + e / kChunks;
-    const int c = e % kChunks;
-    uint4 words = make_uint4(0, 0, 0, 0);
-    if (r < num_rows) {
-      const int64_t token = q_begin + (row0 + r) / group;
-      const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-      const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
-      if (a.q_vectorized && a.q_type == kKvType) {
-        words = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.q) + base);
-      } else {
-        float v[8];
-        if (a.q_vectorized) {
-          load8(a.q, a.q_type, base, v);
-        } else {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) v[j] = load_one(a.q, a.q_type, base + j);
-        }
-        uint32_t w[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) w[j] = Kv::pack(v[2 * j], v[2 * j + 1]);
-        words = make_uint4(w[0], w[1], w[2], w[3]);
-      }
-    }
-    *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
-  }
-  hopper::fence_proxy_async();  // the q stores, before wgmma reads them
-  hopper::named_barrier_sync(2 + wg, 128);
-
-  // This thread's rows: warp_row0 + g + 8 h.
   const int g = lane / 4;
   const int t4 = lane % 4;
-  const int warp_row0 = warp * 16;
-  int row_hi[2], row_lo[2];  // visible keys [row_lo, row_hi]
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = warp_row0 + g + 8 * h;
-    // Padding rows see what the last row sees: finite values, never written.
-    row_hi[h] = past + (row0 + min(r, num_rows - 1)) / group;
-    row_lo[h] = window > 0 ? row_hi[h] - window + 1 : 0;
-  }
-  // The warp's rows (clamped to real ones): keys every one of them sees, keys some of them see.
-  const int warp_first = past + (row0 + min(warp_row0, num_rows - 1)) / group;
-  const int warp_last = past + (row0 + min(warp_row0 + 15, num_rows - 1)) / group;
-  const int all_lo = window > 0 ? warp_last - window + 1 : 0;    // every row sees [all_lo, warp_first]
+  const int warp_row0 = warp * 16;  // this thread's rows: warp_row0 + g + 8 h
   const float scale_log2 = a.scale * kLog2e;
-
-  float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores (log2 units)
-  float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
-  float o[kHeadDim / 2];
-#pragma unroll
-  for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
-
   const uint32_t q_address = shared_address(q_s) + wg_row0 * hopper::kPanelRowBytes;
   const uint32_t ring_address = shared_address(ring_s);
+  int it = 0;  // tiles consumed so far
+  for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+    const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
+    if (w.num_rows <= 0) continue;
+    const int num_rows = w.num_rows, row0 = w.row0, kv_head = w.kv_head, q_begin = w.q_begin;
+    const int key_base = w.key_base, key_end = w.key_end, num_tiles = w.num_tiles, past = w.past;
 
-  for (int t = 0; t < num_tiles; ++t) {
-    const int s = t % kStages;
-    hopper::mbarrier_wait(full_bar + 8 * s, (t / kStages) & 1);
-    const uint32_t k_address = ring_address + s * C::kStageBytes;
-    const uint32_t v_address = k_address + C::kTileBytes;
-
-    // S = Q K^T: head_dim / 16 k-steps, 4 per panel.
-    float sc[kTileKeys / 2];
-    hopper::fence_registers(sc);
-    hopper::wgmma_fence();
+    // The warpgroup's q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
+    constexpr int kChunks = kHeadDim / 8;
+    for (int e = wg_tid; e < 64 * kChunks; e += 128) {
+      const int r = wg_row0 + e / kChunks;
+      const int c = e % kChunks;
+      uint4 words = make_uint4(0, 0, 0, 0);
+      if (r < num_rows) {
+        const int64_t token = q_begin + (row0 + r) / group;
+        const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+        const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
+        if (a.q_vectorized && a.q_type == kKvType) {
+          words = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.q) + base);
+        } else {
+          float v[8];
+          if (a.q_vectorized) {
+            load8(a.q, a.q_type, base, v);
+          } else {
 #pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      const uint32_t step = (kk % 4) * 32;  // 16 columns into the panel
-      const uint64_t qd = hopper::smem_descriptor(q_address + (kk / 4) * C::kQPanelBytes + step, 16, 1024);
-      const uint64_t kd = hopper::smem_descriptor(k_address + (kk / 4) * C::kKvPanelBytes + step, 16, 1024);
-      hopper::Wgmma<kTileKeys, kKvType>::ss(sc, qd, kd, kk > 0);
+            for (int j = 0; j < 8; ++j) v[j] = load_one(a.q, a.q_type, base + j);
+          }
+          uint32_t packed[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) packed[j] = Kv::pack(v[2 * j], v[2 * j + 1]);
+          words = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        }
+      }
+      *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
     }
-    hopper::wgmma_commit();
-    hopper::wgmma_wait<0>();
-    hopper::fence_registers(sc);
+    hopper::fence_proxy_async();  // the q stores, before wgmma reads them
+    hopper::named_barrier_sync(2 + wg, 128);
 
-    // The block's last tile: V rows past key_end become zeros (both consumer warpgroups share
-    // the work, then meet).
-    const int key0 = key_base + t * kTileKeys;
-    if (t == num_tiles - 1 && key_end - key0 < kTileKeys) {
-      const int valid = key_end - key0;
+    int row_hi[2], row_lo[2];  // visible keys [row_lo, row_hi]
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp_row0 + g + 8 * h;
+      // Padding rows see what the last row sees: finite values, never written.
+      row_hi[h] = past + (row0 + min(r, num_rows - 1)) / group;
+      row_lo[h] = window > 0 ? row_hi[h] - window + 1 : 0;
+    }
+    // The warp's rows (clamped to real ones): keys every one of them sees, keys some of them see.
+    const int warp_first = past + (row0 + min(warp_row0, num_rows - 1)) / group;
+    const int warp_last = past + (row0 + min(warp_row0 + 15, num_rows - 1)) / group;
+    const int all_lo = window > 0 ? warp_last - window + 1 : 0;    // every row sees [all_lo, warp_first]
+
+    float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores (log2 units)
+    float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
+    float o[kHeadDim / 2];
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
+
+
+    // The main loop's steps.
+    auto wait_tile = [&](int t) { hopper::mbarrier_wait(full_bar + 8 * ((it + t) % kStages), ((it + t) / kStages) & 1); };
+    auto release_tile = [&](int t) {  // after this warp's last MMA reading the tile completed
+      __syncwarp();
+      if (lane == 0) hopper::mbarrier_arrive(empty_bar + 8 * ((it + t) % kStages));
+    };
+    // S = Q K^T: head_dim / 16 k-steps, 4 per panel; one commit group.
+    auto issue_s = [&](float (&sc)[kTileKeys / 2], int t) {
+      const uint32_t k_address = ring_address + ((it + t) % kStages) * C::kStageBytes;
+      hopper::fence_registers(sc);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        const uint32_t step = (kk % 4) * 32;  // 16 columns into the panel
+        const uint64_t qd = hopper::smem_descriptor(q_address + (kk / 4) * C::kQPanelBytes + step, 16, 1024);
+        const uint64_t kd = hopper::smem_descriptor(k_address + (kk / 4) * C::kKvPanelBytes + step, 16, 1024);
+        hopper::Wgmma<kTileKeys, kKvType>::ss(sc, qd, kd, kk > 0);
+      }
+      hopper::wgmma_commit();
+    };
+    // O += P V: V rows are keys (K), columns head dims (N), N-major panels; one commit group.
+    auto issue_pv = [&](const uint32_t (&p)[kTileKeys / 16][4], int t) {
+      const uint32_t v_address = ring_address + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
+      hopper::fence_registers(o);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < kTileKeys / 16; ++j) {
+        const uint64_t vd = hopper::smem_descriptor(v_address + j * 16 * hopper::kPanelRowBytes, C::kKvPanelBytes, 1024);
+        hopper::Wgmma<kHeadDim, kKvType>::rs_b_mn(o, p[j], vd);
+      }
+      hopper::wgmma_commit();
+    };
+    // The block's last tile: V rows past key_end become zeros before P V reads them (both
+    // consumer warpgroups share the work, then meet).
+    auto zero_tail = [&](int t) {
+      const int valid = key_end - (key_base + t * kTileKeys);
+      if (t != num_tiles - 1 || valid >= kTileKeys) return;
       constexpr int kChunksPerRow = kPanels * 8;
+      uint8_t* v_s = ring_s + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
       for (int e = ctid + valid * kChunksPerRow; e < kTileKeys * kChunksPerRow; e += 128 * C::kConsumerWgs) {
         const int r = e / kChunksPerRow;
         const int c = e % kChunksPerRow;
-        *reinterpret_cast<uint4*>(ring_s + s * C::kStageBytes + C::kTileBytes + (c / 8) * C::kKvPanelBytes +
-                                  r * hopper::kPanelRowBytes + (c % 8) * 16) = make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(v_s + (c / 8) * C::kKvPanelBytes + r * hopper::kPanelRowBytes + (c % 8) * 16) =
+            make_uint4(0, 0, 0, 0);
       }
       hopper::fence_proxy_async();
       hopper::named_barrier_sync(1, 128 * C::kConsumerWgs);
-    }
-
-    // Mask, online softmax (log2 units), P in the KV dtype as the A operand of P V: k-step j
-    // (keys 16 j ..) takes chunks 2 j (a0: row g, a1: row g + 8) and 2 j + 1 (a2, a3).
-    const int key_last = key0 + kTileKeys - 1;
-    const bool masked = key_last > warp_first || key0 < all_lo;
-    uint32_t p[kTileKeys / 16][4];
+    };
+    // Mask and online softmax in log2 units: S becomes exp2(S scale log2e - m) in place (fp32),
+    // alpha the factor that rescales the rows' earlier O and l.
+    auto softmax = [&](float (&sc)[kTileKeys / 2], int t, float (&alpha)[2]) {
+      const int key0 = key_base + t * kTileKeys;
+      const bool masked = key0 + kTileKeys - 1 > warp_first || key0 < all_lo;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float tile_max = -INFINITY;
+      for (int h = 0; h < 2; ++h) {
+        float tile_max = -INFINITY;
 #pragma unroll
-      for (int n = 0; n < kSChunks; ++n) {
+        for (int n = 0; n < kSChunks; ++n) {
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float v = sc[4 * n + 2 * h + e] * scale_log2;
-          if (masked) {
-            const int key = key0 + n * 8 + 2 * t4 + e;
-            if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
+          for (int e = 0; e < 2; ++e) {
+            float v = sc[4 * n + 2 * h + e] * scale_log2;
+            if (masked) {
+              const int key = key0 + n * 8 + 2 * t4 + e;
+              if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
+            }
+            sc[4 * n + 2 * h + e] = v;
+            tile_max = fmaxf(tile_max, v);
           }
-          sc[4 * n + 2 * h + e] = v;
-          tile_max = fmaxf(tile_max, v);
+        }
+        tile_max = quad_max(tile_max);
+        const float m_new = fmaxf(m[h], tile_max);
+        const float base = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[h] = exp2f(m[h] - base);  // 0 while nothing was visible
+        m[h] = m_new;
+#pragma unroll
+        for (int n = 0; n < kSChunks; ++n) {
+          sc[4 * n + 2 * h] = exp2f(sc[4 * n + 2 * h] - base);
+          sc[4 * n + 2 * h + 1] = exp2f(sc[4 * n + 2 * h + 1] - base);
         }
       }
-      tile_max = quad_max(tile_max);
-      const float m_new = fmaxf(m[h], tile_max);
-      const float base = m_new == -INFINITY ? 0.0f : m_new;
-      const float alpha = exp2f(m[h] - base);  // 0 while nothing was visible
-      m[h] = m_new;
-      float sum = 0.0f;
+    };
+    // P in the KV dtype as the A operand of P V (k-step j: keys 16 j ..: chunks 2 j (a0: row g,
+    // a1: row g + 8) and 2 j + 1 (a2, a3)); l = l alpha + the rounded weights.
+    auto pack = [&](const float (&sc)[kTileKeys / 2], const float (&alpha)[2], uint32_t (&p)[kTileKeys / 16][4]) {
 #pragma unroll
-      for (int n = 0; n < kSChunks; ++n) {
-        float r0, r1;
-        p[n / 2][(n & 1) * 2 + h] = Kv::pack(exp2f(sc[4 * n + 2 * h] - base), exp2f(sc[4 * n + 2 * h + 1] - base), r0, r1);
-        sum += r0 + r1;
+      for (int h = 0; h < 2; ++h) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < kSChunks; ++n) {
+          float r0, r1;
+          p[n / 2][(n & 1) * 2 + h] = Kv::pack(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1], r0, r1);
+          sum += r0 + r1;
+        }
+        l[h] = l[h] * alpha[h] + sum;
       }
-      l[h] = l[h] * alpha + sum;
+    };
+    auto rescale = [&](const float (&alpha)[2]) {
 #pragma unroll
       for (int n = 0; n < kOChunks; ++n) {
-        o[4 * n + 2 * h] *= alpha;
-        o[4 * n + 2 * h + 1] *= alpha;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          o[4 * n + 2 * h] *= alpha[h];
+          o[4 * n + 2 * h + 1] *= alpha[h];
+        }
       }
+    };
+
+    float sc[kTileKeys / 2];
+    uint32_t p[kTileKeys / 16][4];
+    float alpha[2];
+    if constexpr (!kOverlap) {
+      // One tile at a time: S, softmax, P V.
+      for (int t = 0; t < num_tiles; ++t) {
+        wait_tile(t);
+        issue_s(sc, t);
+        hopper::wgmma_wait<0>();
+        hopper::fence_registers(sc);
+        zero_tail(t);
+        softmax(sc, t, alpha);
+        rescale(alpha);
+        pack(sc, alpha, p);
+        issue_pv(p, t);
+        hopper::wgmma_wait<0>();
+        hopper::fence_registers(o);
+        release_tile(t);
+      }
+    } else if (num_tiles > 0) {
+      // Tile t's S = Q K^T and softmax run while tile t - 1's P V is on the tensor cores.
+      wait_tile(0);
+      issue_s(sc, 0);
+      hopper::wgmma_wait<0>();
+      hopper::fence_registers(sc);
+      zero_tail(0);
+      softmax(sc, 0, alpha);
+      pack(sc, alpha, p);  // O is still zero: no rescale
+      for (int t = 1; t < num_tiles; ++t) {
+        wait_tile(t);
+        issue_s(sc, t);
+        issue_pv(p, t - 1);
+        hopper::wgmma_wait<1>();  // S of tile t
+        hopper::fence_registers(sc);
+        zero_tail(t);
+        softmax(sc, t, alpha);
+        hopper::wgmma_wait<0>();  // P V of tile t - 1: p and O are free
+        hopper::fence_registers(o);
+        release_tile(t - 1);
+        rescale(alpha);
+        pack(sc, alpha, p);
+      }
+      issue_pv(p, num_tiles - 1);
+      hopper::wgmma_wait<0>();
+      hopper::fence_registers(o);
+      release_tile(num_tiles - 1);
     }
 
-    // O += P V: V rows are keys (K), columns head dims (N), N-major panels.
-    hopper::fence_registers(o);
-    hopper::wgmma_fence();
-#pragma unroll
-    for (int j = 0; j < kTileKeys / 16; ++j) {
-      const uint64_t vd = hopper::smem_descriptor(v_address + j * 16 * hopper::kPanelRowBytes, C::kKvPanelBytes, 1024);
-      hopper::Wgmma<kHeadDim, kKvType>::rs_b_mn(o, p[j], vd);
-    }
-    hopper::wgmma_commit();
-    hopper::wgmma_wait<0>();
-    hopper::fence_registers(o);
-    __syncwarp();
-    if (lane == 0) hopper::mbarrier_arrive(empty_bar + 8 * s);
-  }
+    it += num_tiles;
 
-  // Epilogue: rows g and g + 8 of the warp, columns 8 n + 2 t4 (+1).
-  const bool pairs = a.out_pairs && a.out_type == kKvType;
+    // Epilogue: rows g and g + 8 of the warp, columns 8 n + 2 t4 (+1).
+    const bool pairs = a.out_pairs && a.out_type == kKvType;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float row_sum = quad_sum(l[h]);
-    const int r = warp_row0 + g + 8 * h;
-    if (r >= num_rows) continue;
-    const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
-    const int64_t token = q_begin + (row0 + r) / group;
-    const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-    const int64_t index = token * a.out_stride + head * kHeadDim + 2 * t4;
+    for (int h = 0; h < 2; ++h) {
+      const float row_sum = quad_sum(l[h]);
+      const int r = warp_row0 + g + 8 * h;
+      if (r >= num_rows) continue;
+      const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
+      const int64_t token = q_begin + (row0 + r) / group;
+      const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+      const int64_t index = token * a.out_stride + head * kHeadDim + 2 * t4;
 #pragma unroll
-    for (int n = 0; n < kOChunks; ++n) {
-      const float v0 = o[4 * n + 2 * h] * inv_sum;
-      const float v1 = o[4 * n + 2 * h + 1] * inv_sum;
-      if (pairs) {
-        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.out) + index + n * 8) = Kv::pack(v0, v1);
-      } else {
-        store_one(a.out, a.out_type, index + n * 8, v0);
-        store_one(a.out, a.out_type, index + n * 8 + 1, v1);
+      for (int n = 0; n < kOChunks; ++n) {
+        const float v0 = o[4 * n + 2 * h] * inv_sum;
+        const float v1 = o[4 * n + 2 * h + 1] * inv_sum;
+        if (pairs) {
+          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.out) + index + n * 8) = Kv::pack(v0, v1);
+        } else {
+          store_one(a.out, a.out_type, index + n * 8, v0);
+          store_one(a.out, a.out_type, index + n * 8 + 1, v1);
+        }
       }
     }
   }
 }
 
-template <FloatType kKvType, int kHeadDim, int kStages>
+template <FloatType kKvType, int kHeadDim, int kStages, bool kOverlap>
 void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
                                               const CUtensorMap& v_map, const HopperLaunchExtras& extras,
                                               cudaStream_t stream) {
   using Config = HopperConfig<kHeadDim, kStages>;
-  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config>;
+  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kOverlap>;
   static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
   if (!shared_limit_raised) {
     BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           Config::kSharedBytes));
     shared_limit_raised = true;
   }
-  const dim3 grid(a.num_kv_heads, a.num_seqs, a.num_row_tiles);
+  // Persistent: one block per SM (at most one per item) strides over the items.
+  int device = 0, sms = 0;
+  BRISK_CUDA_CHECK(cudaGetDevice(&device));
+  BRISK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t items = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles;
+  const int grid = static_cast<int>(items < sms ? items : sms);
   kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, extras);
   BRISK_CUDA_CHECK_LAUNCH();
 }
