@@ -69,6 +69,13 @@ __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// 2^x on the special function unit (flush to zero; 2^-inf = 0).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // --- barriers and registers ------------------------------------------------------------------
 
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {

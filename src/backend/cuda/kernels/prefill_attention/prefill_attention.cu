@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
@@ -57,15 +58,18 @@ const TableEntry* find_entry(FloatType kv_type, int head_dim) {
   return nullptr;
 }
 
-enum class KernelChoice { kHopper, kHopperSerial, kMma };
-
-KernelChoice kernel_choice() {
-  static const KernelChoice choice = [] {
+// BRISK_PREFILL_KERNEL: nullopt for the mma.sync kernel.
+std::optional<PrefillHopperVariant> kernel_choice() {
+  static const std::optional<PrefillHopperVariant> choice = []() -> std::optional<PrefillHopperVariant> {
     const char* value = std::getenv("BRISK_PREFILL_KERNEL");
     const std::string name = value != nullptr ? value : "";
-    if (name == "mma") return KernelChoice::kMma;
-    if (name == "hopper-serial") return KernelChoice::kHopperSerial;
-    return KernelChoice::kHopper;
+    if (name == "mma") return std::nullopt;
+    if (name == "hopper-serial") return PrefillHopperVariant::kTmaSerial;
+    if (name == "hopper-cpasync") return PrefillHopperVariant::kCpAsync;
+    if (name == "probe-tma-loads") return PrefillHopperVariant::kProbeTmaLoads;
+    if (name == "probe-cpasync-loads") return PrefillHopperVariant::kProbeCpAsyncLoads;
+    if (name == "probe-compute") return PrefillHopperVariant::kProbeCompute;
+    return PrefillHopperVariant::kTma;
   }();
   return choice;
 }
@@ -88,10 +92,10 @@ bool launch_prefill_attention(const PrefillAttentionArgs& args, cudaStream_t str
   PrefillAttentionArgs a = args;
   const int64_t rows = int64_t{a.num_heads / a.num_kv_heads} * a.max_query_len;
   a.num_row_tiles = static_cast<int>((rows + entry->shape.rows() - 1) / entry->shape.rows());
-  const prefill::KernelChoice choice = prefill::kernel_choice();
-  if (choice != prefill::KernelChoice::kMma && prefill_attention_hopper_supports(a)) {
+  const std::optional<PrefillHopperVariant> choice = prefill::kernel_choice();
+  if (choice && prefill_attention_hopper_supports(a)) {
     // 128 rows a block, as the table's hd 64 / 128 shapes.
-    launch_prefill_attention_hopper(a, choice == prefill::KernelChoice::kHopper, stream);
+    launch_prefill_attention_hopper(a, *choice, stream);
     return true;
   }
   entry->launch(a, stream);

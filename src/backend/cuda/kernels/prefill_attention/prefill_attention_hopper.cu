@@ -9,7 +9,7 @@ namespace brisk::cuda {
 namespace prefill {
 namespace {
 
-template <FloatType kKvType, int kHeadDim, bool kOverlap>
+template <FloatType kKvType, int kHeadDim, bool kOverlap, bool kTmaLoads, int kProbe>
 void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
   constexpr int kStages = kHeadDim == 128 ? 3 : 4;
   using Config = HopperConfig<kHeadDim, kStages>;
@@ -17,7 +17,33 @@ void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
   extras.box_rows_log2 = a.block_size_log2 < Config::kTileKeysLog2 ? a.block_size_log2 : Config::kTileKeysLog2;
   extras.oob_row = static_cast<int>(cache_tensor_rows(a));
   const CacheTensorMaps maps = make_cache_tensor_maps(a, 1 << extras.box_rows_log2);
-  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kOverlap>(a, maps.k, maps.v, extras, stream);
+  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kOverlap, kTmaLoads, kProbe>(a, maps.k, maps.v,
+                                                                                                 extras, stream);
+}
+
+template <FloatType kKvType, int kHeadDim>
+void launch_variant(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream) {
+  switch (variant) {
+    case PrefillHopperVariant::kTmaSerial:
+      return launch_hopper<kKvType, kHeadDim, false, true, kProbeNone>(a, stream);
+    case PrefillHopperVariant::kCpAsync:
+      return launch_hopper<kKvType, kHeadDim, true, false, kProbeNone>(a, stream);
+    default:
+      break;
+  }
+  if constexpr (kKvType == FloatType::kBF16 && kHeadDim == 128) {  // the probes: benchmark shape only
+    switch (variant) {
+      case PrefillHopperVariant::kProbeTmaLoads:
+        return launch_hopper<kKvType, kHeadDim, true, true, kProbeLoadsOnly>(a, stream);
+      case PrefillHopperVariant::kProbeCpAsyncLoads:
+        return launch_hopper<kKvType, kHeadDim, true, false, kProbeLoadsOnly>(a, stream);
+      case PrefillHopperVariant::kProbeCompute:
+        return launch_hopper<kKvType, kHeadDim, true, true, kProbeComputeOnly>(a, stream);
+      default:
+        break;
+    }
+  }
+  launch_hopper<kKvType, kHeadDim, true, true, kProbeNone>(a, stream);
 }
 
 }  // namespace
@@ -32,21 +58,13 @@ bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a) {
   return type_ok && shape_ok && rows_ok && items_ok && cache_tensor_maps_available();
 }
 
-void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, bool overlap, cudaStream_t stream) {
-  using prefill::launch_hopper;
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream) {
+  using prefill::launch_variant;
   const bool bf16 = a.kv_type == FloatType::kBF16;
   if (a.head_dim == 128) {
-    if (overlap) {
-      bf16 ? launch_hopper<FloatType::kBF16, 128, true>(a, stream) : launch_hopper<FloatType::kF16, 128, true>(a, stream);
-    } else {
-      bf16 ? launch_hopper<FloatType::kBF16, 128, false>(a, stream) : launch_hopper<FloatType::kF16, 128, false>(a, stream);
-    }
+    bf16 ? launch_variant<FloatType::kBF16, 128>(a, variant, stream) : launch_variant<FloatType::kF16, 128>(a, variant, stream);
   } else {
-    if (overlap) {
-      bf16 ? launch_hopper<FloatType::kBF16, 64, true>(a, stream) : launch_hopper<FloatType::kF16, 64, true>(a, stream);
-    } else {
-      bf16 ? launch_hopper<FloatType::kBF16, 64, false>(a, stream) : launch_hopper<FloatType::kF16, 64, false>(a, stream);
-    }
+    bf16 ? launch_variant<FloatType::kBF16, 64>(a, variant, stream) : launch_variant<FloatType::kF16, 64>(a, variant, stream);
   }
 }
 

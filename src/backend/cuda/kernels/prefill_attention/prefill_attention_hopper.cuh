@@ -57,8 +57,8 @@ struct HopperConfig {
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kBarrierOffset = kQBytes + kStages * kStageBytes;
   static constexpr int kSharedBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment slack
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
+  static constexpr int kProducerRegisters = 56;
+  static constexpr int kConsumerRegisters = 224;
   static_assert(kHeadDim % hopper::kPanelCols == 0 && kStages >= 2);
   static_assert(kSharedBytes <= 227 * 1024);
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumerWgs <= 65536);
@@ -66,6 +66,12 @@ struct HopperConfig {
 
 // Host-computed extras of a launch: the box height (log2) of the tensor maps and the row that
 // lies past both tensors (boxes aimed there land as zeros).
+// Probes (benchmarks only: the output is wrong): consumers that only wait for and release the
+// tiles (the loads' own speed), a producer that loads each stage once (the math's own speed).
+constexpr int kProbeNone = 0;
+constexpr int kProbeLoadsOnly = 1;
+constexpr int kProbeComputeOnly = 2;
+
 struct HopperLaunchExtras {
   int box_rows_log2 = 4;
   int oob_row = 0;
@@ -101,7 +107,7 @@ __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a,
   return w;
 }
 
-template <FloatType kKvType, typename C, bool kOverlap>
+template <FloatType kKvType, typename C, bool kOverlap, bool kTmaLoads, int kProbe>
 __global__ void __launch_bounds__(C::kThreads, 1)
 prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map, const HopperLaunchExtras extras) {
@@ -129,7 +135,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      hopper::mbarrier_init(full_bar + 8 * s, 1);
+      hopper::mbarrier_init(full_bar + 8 * s, kTmaLoads ? 1 : 128);
       hopper::mbarrier_init(empty_bar + 8 * s, C::kConsumerWarps);
     }
     hopper::mbarrier_init_fence();
@@ -139,46 +145,110 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   if (tid < 128) {
     // Producer warpgroup.
     hopper::registers_decrease<C::kProducerRegisters>();
-    if (tid >= 32) return;
-    const int box_log2 = extras.box_rows_log2;
-    const int boxes = kTileKeys >> box_log2;
-    const int block_log2 = a.block_size_log2;
-    if (lane == 0) {
-      hopper::tma_prefetch_descriptor(&k_map);
-      hopper::tma_prefetch_descriptor(&v_map);
-    }
-    int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
-    for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
-      const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
-      if (w.num_rows <= 0) continue;
-      const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
-      // Row of the tensor maps where this lane's box of tile t starts.
-      auto box_row = [&](int t) {
-        const int key = w.key_base + t * kTileKeys + (lane << box_log2);
-        if (lane >= boxes || t >= w.num_tiles || key >= w.key_end) return extras.oob_row;
-        const int block = key >> block_log2;
-        if (block >= a.max_blocks_per_seq) return extras.oob_row;
-        const int id = table[block];
-        if (id < 0 || id >= a.num_cache_blocks) return extras.oob_row;
-        return ((id * a.num_kv_heads + w.kv_head) << block_log2) + (key & ((1 << block_log2) - 1));
-      };
-      int row = box_row(0);
-      for (int t = 0; t < w.num_tiles; ++t, ++it) {
-        const int s = it % kStages;
-        const int next_row = box_row(t + 1);  // the table read overlaps the wait
-        hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
-        if (lane == 0) hopper::mbarrier_arrive_expect_tx(full_bar + 8 * s, C::kStageBytes);
-        __syncwarp();
-        if (lane < boxes) {
-          const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + (lane << box_log2) * hopper::kPanelRowBytes;
-          const uint32_t v_dst = k_dst + C::kTileBytes;
-#pragma unroll
-          for (int p = 0; p < kPanels; ++p) {
-            hopper::tma_load_2d(k_dst + p * C::kKvPanelBytes, &k_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
-            hopper::tma_load_2d(v_dst + p * C::kKvPanelBytes, &v_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+    if constexpr (kTmaLoads) {
+      if (tid >= 32) return;
+      const int box_log2 = extras.box_rows_log2;
+      const int boxes = kTileKeys >> box_log2;
+      const int block_log2 = a.block_size_log2;
+      if (lane == 0) {
+        hopper::tma_prefetch_descriptor(&k_map);
+        hopper::tma_prefetch_descriptor(&v_map);
+      }
+      int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
+      for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+        const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
+        if (w.num_rows <= 0) continue;
+        const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
+        // Row of the tensor maps where this lane's box of tile t starts.
+        auto box_row = [&](int t) {
+          const int key = w.key_base + t * kTileKeys + (lane << box_log2);
+          if (lane >= boxes || t >= w.num_tiles || key >= w.key_end) return extras.oob_row;
+          const int block = key >> block_log2;
+          if (block >= a.max_blocks_per_seq) return extras.oob_row;
+          const int id = table[block];
+          if (id < 0 || id >= a.num_cache_blocks) return extras.oob_row;
+          return ((id * a.num_kv_heads + w.kv_head) << block_log2) + (key & ((1 << block_log2) - 1));
+        };
+        int row = box_row(0);
+        for (int t = 0; t < w.num_tiles; ++t, ++it) {
+          const int s = it % kStages;
+          const int next_row = box_row(t + 1);  // the table read overlaps the wait
+          hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
+          if (kProbe == kProbeComputeOnly && it >= kStages) {  // probe: the stage keeps its old tile
+            if (lane == 0) hopper::mbarrier_arrive(full_bar + 8 * s);
+            row = next_row;
+            continue;
           }
+          if (lane == 0) hopper::mbarrier_arrive_expect_tx(full_bar + 8 * s, C::kStageBytes);
+          __syncwarp();
+          if (lane < boxes) {
+            const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + (lane << box_log2) * hopper::kPanelRowBytes;
+            const uint32_t v_dst = k_dst + C::kTileBytes;
+  #pragma unroll
+            for (int p = 0; p < kPanels; ++p) {
+              hopper::tma_load_2d(k_dst + p * C::kKvPanelBytes, &k_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+              hopper::tma_load_2d(v_dst + p * C::kKvPanelBytes, &v_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+            }
+          }
+          row = next_row;
         }
-        row = next_row;
+      }
+    } else {
+      // cp.async gather by the whole warpgroup: thread tid copies 16-byte chunk tid % kRowChunks
+      // of keys tid / kRowChunks + i kKeyStep of K and V (zeros past key_end or for missing
+      // blocks). A tile's copies are signalled one tile later (wait, proxy fence, arrive), so
+      // two tiles' copies are in flight.
+      constexpr int kRowChunks = kPanels * 8;
+      constexpr int kKeyStep = 128 / kRowChunks;
+      constexpr int kLoads = kTileKeys / kKeyStep;
+      static_assert(128 % kRowChunks == 0 && kTileKeys % kKeyStep == 0);
+      const int chunk = tid % kRowChunks;
+      const int key_offset = tid / kRowChunks;
+      // The chunk's offset in a stage for i = 0 (key_offset + i kKeyStep keeps key % 8).
+      const uint32_t dst0 = (chunk / 8) * C::kKvPanelBytes + hopper::panel_offset(key_offset, chunk % 8);
+      const int block_log2 = a.block_size_log2;
+      const int block_mask = (1 << block_log2) - 1;
+      const char* k_cache = static_cast<const char*>(a.k_cache);
+      const char* v_cache = static_cast<const char*>(a.v_cache);
+      int it = 0;
+      int pending = -1;  // the last tile issued, not yet signalled
+      for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+        const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
+        if (w.num_rows <= 0) continue;
+        const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
+        for (int t = 0; t < w.num_tiles; ++t, ++it) {
+          const int s = it % kStages;
+          hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
+          const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + dst0;
+          const int key0 = w.key_base + t * kTileKeys + key_offset;
+#pragma unroll
+          for (int i = 0; i < kLoads; ++i) {
+            const int key = key0 + i * kKeyStep;
+            const int block = key >> block_log2;
+            int id = -1;
+            if (key < w.key_end && block < a.max_blocks_per_seq) id = table[block];
+            const bool valid = id >= 0 && id < a.num_cache_blocks;
+            const int64_t element =
+                valid ? ((((int64_t{id} * a.num_kv_heads + w.kv_head) << block_log2) + (key & block_mask)) * kHeadDim +
+                         chunk * 8)
+                      : 0;
+            const uint32_t dst = k_dst + i * kKeyStep * hopper::kPanelRowBytes;
+            cp_async_16(dst, k_cache + element * 2, valid ? 16 : 0);
+            cp_async_16(dst + C::kTileBytes, v_cache + element * 2, valid ? 16 : 0);
+          }
+          cp_async_commit();
+          if (pending >= 0) {
+            cp_async_wait<1>();
+            hopper::fence_proxy_async();  // generic-proxy writes, read next by wgmma
+            hopper::mbarrier_arrive(full_bar + 8 * (pending % kStages));
+          }
+          pending = it;
+        }
+      }
+      if (pending >= 0) {
+        cp_async_wait<0>();
+        hopper::fence_proxy_async();
+        hopper::mbarrier_arrive(full_bar + 8 * (pending % kStages));
       }
     }
     return;
@@ -328,12 +398,12 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         tile_max = quad_max(tile_max);
         const float m_new = fmaxf(m[h], tile_max);
         const float base = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[h] = exp2f(m[h] - base);  // 0 while nothing was visible
+        alpha[h] = hopper::exp2_approx(m[h] - base);  // 0 while nothing was visible
         m[h] = m_new;
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
-          sc[4 * n + 2 * h] = exp2f(sc[4 * n + 2 * h] - base);
-          sc[4 * n + 2 * h + 1] = exp2f(sc[4 * n + 2 * h + 1] - base);
+          sc[4 * n + 2 * h] = hopper::exp2_approx(sc[4 * n + 2 * h] - base);
+          sc[4 * n + 2 * h + 1] = hopper::exp2_approx(sc[4 * n + 2 * h + 1] - base);
         }
       }
     };
@@ -366,7 +436,12 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     float sc[kTileKeys / 2];
     uint32_t p[kTileKeys / 16][4];
     float alpha[2];
-    if constexpr (!kOverlap) {
+    if constexpr (kProbe == kProbeLoadsOnly) {
+      for (int t = 0; t < num_tiles; ++t) {
+        wait_tile(t);
+        release_tile(t);
+      }
+    } else if constexpr (!kOverlap) {
       // One tile at a time: S, softmax, P V.
       for (int t = 0; t < num_tiles; ++t) {
         wait_tile(t);
@@ -439,12 +514,12 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   }
 }
 
-template <FloatType kKvType, int kHeadDim, int kStages, bool kOverlap>
+template <FloatType kKvType, int kHeadDim, int kStages, bool kOverlap, bool kTmaLoads, int kProbe>
 void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
                                               const CUtensorMap& v_map, const HopperLaunchExtras& extras,
                                               cudaStream_t stream) {
   using Config = HopperConfig<kHeadDim, kStages>;
-  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kOverlap>;
+  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kOverlap, kTmaLoads, kProbe>;
   static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
   if (!shared_limit_raised) {
     BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
