@@ -65,6 +65,7 @@ std::optional<PrefillHopperVariant> kernel_choice() {
     const std::string name = value != nullptr ? value : "";
     if (name == "mma") return std::nullopt;
     if (name == "hopper-serial") return PrefillHopperVariant::kTmaSerial;
+    if (name == "hopper-overlap") return PrefillHopperVariant::kTmaOverlap;
     if (name == "hopper-cpasync") return PrefillHopperVariant::kCpAsync;
     if (name == "probe-tma-loads") return PrefillHopperVariant::kProbeTmaLoads;
     if (name == "probe-cpasync-loads") return PrefillHopperVariant::kProbeCpAsyncLoads;

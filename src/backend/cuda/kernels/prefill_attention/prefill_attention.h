@@ -46,19 +46,20 @@ bool prefill_attention_supports(FloatType kv_type, int head_dim);
 PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim);
 // Launches the kernel: the Hopper one (wgmma + TMA, prefill_attention_hopper.cuh) where it
 // applies, else the mma.sync one of the table. BRISK_PREFILL_KERNEL (read once) picks another
-// for benchmarks and bisection: "mma" (the table's), "hopper-serial", "hopper-cpasync",
+// for benchmarks and bisection: "mma" (the table's), "hopper-serial", "hopper-overlap", "hopper-cpasync",
 // "probe-tma-loads", "probe-cpasync-loads", "probe-compute" (PrefillHopperVariant). Returns false, launching nothing, when neither
 // has a kernel for (kv_type, head_dim): the caller reports it.
 bool launch_prefill_attention(const PrefillAttentionArgs& a, cudaStream_t stream);
 
-// The Hopper kernel's share: bf16 / f16 KV, head_dim 64 and 128, block size >= 8 (one TMA box
+// The Hopper kernel's share: bf16 / f16 KV, a positive scale, head_dim 64 and 128, block size >= 8 (one TMA box
 // per paged block), caches whose 2-d views have fewer than 2^31 rows, and a driver that encodes
 // tensor maps. Its blocks hold the same 128 rows as the table's hd 64 / 128 shapes.
 bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a);
 // Variants: K/V by TMA or by a cp.async gather; the main loop overlapped (tile t's S and softmax
-// while tile t - 1's P V is on the tensor cores) or one tile at a time; and probes for
+// while tile t - 1's P V is on the tensor cores) with the two consumer warpgroups taking turns
+// on the tensor cores (kTma), without the turns (kTmaOverlap) or one tile at a time; probes for
 // benchmarks (wrong output): loads only, math only.
-enum class PrefillHopperVariant { kTma, kTmaSerial, kCpAsync, kProbeTmaLoads, kProbeCpAsyncLoads, kProbeCompute };
+enum class PrefillHopperVariant { kTma, kTmaSerial, kTmaOverlap, kCpAsync, kProbeTmaLoads, kProbeCpAsyncLoads, kProbeCompute };
 void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream);
 
 }  // namespace brisk::cuda

@@ -9,7 +9,7 @@ namespace brisk::cuda {
 namespace prefill {
 namespace {
 
-template <FloatType kKvType, int kHeadDim, bool kOverlap, bool kTmaLoads, int kProbe>
+template <FloatType kKvType, int kHeadDim, int kLoop, bool kTmaLoads, int kProbe>
 void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
   constexpr int kStages = kHeadDim == 128 ? 3 : 4;
   using Config = HopperConfig<kHeadDim, kStages>;
@@ -17,7 +17,7 @@ void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
   extras.box_rows_log2 = a.block_size_log2 < Config::kTileKeysLog2 ? a.block_size_log2 : Config::kTileKeysLog2;
   extras.oob_row = static_cast<int>(cache_tensor_rows(a));
   const CacheTensorMaps maps = make_cache_tensor_maps(a, 1 << extras.box_rows_log2);
-  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kOverlap, kTmaLoads, kProbe>(a, maps.k, maps.v,
+  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop, kTmaLoads, kProbe>(a, maps.k, maps.v,
                                                                                                  extras, stream);
 }
 
@@ -25,25 +25,27 @@ template <FloatType kKvType, int kHeadDim>
 void launch_variant(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream) {
   switch (variant) {
     case PrefillHopperVariant::kTmaSerial:
-      return launch_hopper<kKvType, kHeadDim, false, true, kProbeNone>(a, stream);
+      return launch_hopper<kKvType, kHeadDim, kLoopSerial, true, kProbeNone>(a, stream);
+    case PrefillHopperVariant::kTmaOverlap:
+      return launch_hopper<kKvType, kHeadDim, kLoopOverlap, true, kProbeNone>(a, stream);
     case PrefillHopperVariant::kCpAsync:
-      return launch_hopper<kKvType, kHeadDim, true, false, kProbeNone>(a, stream);
+      return launch_hopper<kKvType, kHeadDim, kLoopPingPong, false, kProbeNone>(a, stream);
     default:
       break;
   }
   if constexpr (kKvType == FloatType::kBF16 && kHeadDim == 128) {  // the probes: benchmark shape only
     switch (variant) {
       case PrefillHopperVariant::kProbeTmaLoads:
-        return launch_hopper<kKvType, kHeadDim, true, true, kProbeLoadsOnly>(a, stream);
+        return launch_hopper<kKvType, kHeadDim, kLoopPingPong, true, kProbeLoadsOnly>(a, stream);
       case PrefillHopperVariant::kProbeCpAsyncLoads:
-        return launch_hopper<kKvType, kHeadDim, true, false, kProbeLoadsOnly>(a, stream);
+        return launch_hopper<kKvType, kHeadDim, kLoopPingPong, false, kProbeLoadsOnly>(a, stream);
       case PrefillHopperVariant::kProbeCompute:
-        return launch_hopper<kKvType, kHeadDim, true, true, kProbeComputeOnly>(a, stream);
+        return launch_hopper<kKvType, kHeadDim, kLoopPingPong, true, kProbeComputeOnly>(a, stream);
       default:
         break;
     }
   }
-  launch_hopper<kKvType, kHeadDim, true, true, kProbeNone>(a, stream);
+  launch_hopper<kKvType, kHeadDim, kLoopPingPong, true, kProbeNone>(a, stream);
 }
 
 }  // namespace
@@ -51,11 +53,12 @@ void launch_variant(const PrefillAttentionArgs& a, PrefillHopperVariant variant,
 
 bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a) {
   const bool type_ok = a.kv_type == FloatType::kBF16 || a.kv_type == FloatType::kF16;
+  const bool scale_ok = a.scale > 0.0f;  // the running max is taken over raw scores
   const bool shape_ok = (a.head_dim == 64 || a.head_dim == 128) && a.block_size_log2 >= 3;
   // Tensor-map rows, and the row past them that boxes of missing blocks aim at, are int32.
   const bool rows_ok = cache_tensor_rows(a) + 128 <= int64_t{INT32_MAX};
   const bool items_ok = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles <= int64_t{INT32_MAX};
-  return type_ok && shape_ok && rows_ok && items_ok && cache_tensor_maps_available();
+  return type_ok && scale_ok && shape_ok && rows_ok && items_ok && cache_tensor_maps_available();
 }
 
 void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream) {

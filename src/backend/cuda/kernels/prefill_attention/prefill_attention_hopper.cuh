@@ -66,6 +66,12 @@ struct HopperConfig {
 
 // Host-computed extras of a launch: the box height (log2) of the tensor maps and the row that
 // lies past both tensors (boxes aimed there land as zeros).
+// Main loops: one tile at a time; tile t's S and softmax while tile t - 1's P V runs; that
+// and the consumer warpgroups taking turns on the tensor cores.
+constexpr int kLoopSerial = 0;
+constexpr int kLoopOverlap = 1;
+constexpr int kLoopPingPong = 2;
+
 // Probes (benchmarks only: the output is wrong): consumers that only wait for and release the
 // tiles (the loads' own speed), a producer that loads each stage once (the math's own speed).
 constexpr int kProbeNone = 0;
@@ -107,7 +113,7 @@ __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a,
   return w;
 }
 
-template <FloatType kKvType, typename C, bool kOverlap, bool kTmaLoads, int kProbe>
+template <FloatType kKvType, typename C, int kLoop, bool kTmaLoads, int kProbe>
 __global__ void __launch_bounds__(C::kThreads, 1)
 prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map, const HopperLaunchExtras extras) {
@@ -268,6 +274,16 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   const float scale_log2 = a.scale * kLog2e;
   const uint32_t q_address = shared_address(q_s) + wg_row0 * hopper::kPanelRowBytes;
   const uint32_t ring_address = shared_address(ring_s);
+  // Ping-pong (kLoopPingPong): the consumer warpgroups take turns issuing their MMAs (named
+  // barriers 4 and 5), so one's softmax runs while the other's MMAs occupy the tensor cores;
+  // warpgroup 0 goes first. Both issue the same number of times (the same items and tiles).
+  auto mma_turn_begin = [&] {
+    if constexpr (kLoop == kLoopPingPong) hopper::named_barrier_sync(4 + wg, 256);
+  };
+  auto mma_turn_end = [&] {
+    if constexpr (kLoop == kLoopPingPong) hopper::named_barrier_arrive(4 + (wg ^ 1), 256);
+  };
+  if (kLoop == kLoopPingPong && wg == 1) hopper::named_barrier_arrive(4, 256);
   int it = 0;  // tiles consumed so far
   for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
     const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
@@ -319,7 +335,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     const int warp_last = past + (row0 + min(warp_row0 + 15, num_rows - 1)) / group;
     const int all_lo = window > 0 ? warp_last - window + 1 : 0;    // every row sees [all_lo, warp_first]
 
-    float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores (log2 units)
+    float m[2] = {-INFINITY, -INFINITY};  // running max of the raw scores
     float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
     float o[kHeadDim / 2];
 #pragma unroll
@@ -374,7 +390,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       hopper::fence_proxy_async();
       hopper::named_barrier_sync(1, 128 * C::kConsumerWgs);
     };
-    // Mask and online softmax in log2 units: S becomes exp2(S scale log2e - m) in place (fp32),
+    // Mask and online softmax: the running max m of the raw scores (the scale is positive), S
+    // becomes exp2(S scale log2e - m scale log2e) in place (fp32, one FFMA and one ex2 each),
     // alpha the factor that rescales the rows' earlier O and l.
     auto softmax = [&](float (&sc)[kTileKeys / 2], int t, float (&alpha)[2]) {
       const int key0 = key_base + t * kTileKeys;
@@ -386,24 +403,24 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         for (int n = 0; n < kSChunks; ++n) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            float v = sc[4 * n + 2 * h + e] * scale_log2;
+            float v = sc[4 * n + 2 * h + e];
             if (masked) {
               const int key = key0 + n * 8 + 2 * t4 + e;
               if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
+              sc[4 * n + 2 * h + e] = v;
             }
-            sc[4 * n + 2 * h + e] = v;
             tile_max = fmaxf(tile_max, v);
           }
         }
         tile_max = quad_max(tile_max);
         const float m_new = fmaxf(m[h], tile_max);
-        const float base = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[h] = hopper::exp2_approx(m[h] - base);  // 0 while nothing was visible
+        const float base = m_new == -INFINITY ? 0.0f : m_new * scale_log2;
+        alpha[h] = hopper::exp2_approx(m[h] * scale_log2 - base);  // 0 while nothing was visible
         m[h] = m_new;
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
-          sc[4 * n + 2 * h] = hopper::exp2_approx(sc[4 * n + 2 * h] - base);
-          sc[4 * n + 2 * h + 1] = hopper::exp2_approx(sc[4 * n + 2 * h + 1] - base);
+          sc[4 * n + 2 * h] = hopper::exp2_approx(fmaf(sc[4 * n + 2 * h], scale_log2, -base));
+          sc[4 * n + 2 * h + 1] = hopper::exp2_approx(fmaf(sc[4 * n + 2 * h + 1], scale_log2, -base));
         }
       }
     };
@@ -441,7 +458,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         wait_tile(t);
         release_tile(t);
       }
-    } else if constexpr (!kOverlap) {
+    } else if constexpr (kLoop == kLoopSerial) {
       // One tile at a time: S, softmax, P V.
       for (int t = 0; t < num_tiles; ++t) {
         wait_tile(t);
@@ -460,7 +477,9 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     } else if (num_tiles > 0) {
       // Tile t's S = Q K^T and softmax run while tile t - 1's P V is on the tensor cores.
       wait_tile(0);
+      mma_turn_begin();
       issue_s(sc, 0);
+      mma_turn_end();
       hopper::wgmma_wait<0>();
       hopper::fence_registers(sc);
       zero_tail(0);
@@ -468,8 +487,10 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       pack(sc, alpha, p);  // O is still zero: no rescale
       for (int t = 1; t < num_tiles; ++t) {
         wait_tile(t);
+        mma_turn_begin();
         issue_s(sc, t);
         issue_pv(p, t - 1);
+        mma_turn_end();
         hopper::wgmma_wait<1>();  // S of tile t
         hopper::fence_registers(sc);
         zero_tail(t);
@@ -480,7 +501,9 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         rescale(alpha);
         pack(sc, alpha, p);
       }
+      mma_turn_begin();
       issue_pv(p, num_tiles - 1);
+      mma_turn_end();
       hopper::wgmma_wait<0>();
       hopper::fence_registers(o);
       release_tile(num_tiles - 1);
@@ -514,12 +537,12 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   }
 }
 
-template <FloatType kKvType, int kHeadDim, int kStages, bool kOverlap, bool kTmaLoads, int kProbe>
+template <FloatType kKvType, int kHeadDim, int kStages, int kLoop, bool kTmaLoads, int kProbe>
 void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
                                               const CUtensorMap& v_map, const HopperLaunchExtras& extras,
                                               cudaStream_t stream) {
   using Config = HopperConfig<kHeadDim, kStages>;
-  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kOverlap, kTmaLoads, kProbe>;
+  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop, kTmaLoads, kProbe>;
   static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
   if (!shared_limit_raised) {
     BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
