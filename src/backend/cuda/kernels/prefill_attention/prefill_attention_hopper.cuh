@@ -398,7 +398,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       const bool masked = key0 + kTileKeys - 1 > warp_first || key0 < all_lo;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float tile_max = -INFINITY;
+        // Four independent partial maxima: short dependency chains.
+        float part_max[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
 #pragma unroll
@@ -409,10 +410,10 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
               if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
               sc[4 * n + 2 * h + e] = v;
             }
-            tile_max = fmaxf(tile_max, v);
+            part_max[n % 4] = fmaxf(part_max[n % 4], v);
           }
         }
-        tile_max = quad_max(tile_max);
+        const float tile_max = quad_max(fmaxf(fmaxf(part_max[0], part_max[1]), fmaxf(part_max[2], part_max[3])));
         const float m_new = fmaxf(m[h], tile_max);
         const float base = m_new == -INFINITY ? 0.0f : m_new * scale_log2;
         alpha[h] = hopper::exp2_approx(m[h] * scale_log2 - base);  // 0 while nothing was visible
@@ -429,14 +430,14 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     auto pack = [&](const float (&sc)[kTileKeys / 2], const float (&alpha)[2], uint32_t (&p)[kTileKeys / 16][4]) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float sum = 0.0f;
+        float part_sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // independent partial sums
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
           float r0, r1;
           p[n / 2][(n & 1) * 2 + h] = Kv::pack(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1], r0, r1);
-          sum += r0 + r1;
+          part_sum[n % 4] += r0 + r1;
         }
-        l[h] = l[h] * alpha[h] + sum;
+        l[h] = l[h] * alpha[h] + ((part_sum[0] + part_sum[1]) + (part_sum[2] + part_sum[3]));
       }
     };
     auto rescale = [&](const float (&alpha)[2]) {
