@@ -64,13 +64,9 @@ std::optional<PrefillHopperVariant> kernel_choice() {
     const char* value = std::getenv("BRISK_PREFILL_KERNEL");
     const std::string name = value != nullptr ? value : "";
     if (name == "mma") return std::nullopt;
-    if (name == "hopper-serial") return PrefillHopperVariant::kTmaSerial;
-    if (name == "hopper-overlap") return PrefillHopperVariant::kTmaOverlap;
-    if (name == "hopper-cpasync") return PrefillHopperVariant::kCpAsync;
-    if (name == "probe-tma-loads") return PrefillHopperVariant::kProbeTmaLoads;
-    if (name == "probe-cpasync-loads") return PrefillHopperVariant::kProbeCpAsyncLoads;
-    if (name == "probe-compute") return PrefillHopperVariant::kProbeCompute;
-    return PrefillHopperVariant::kTma;
+    if (name == "hopper-serial") return PrefillHopperVariant::kSerial;
+    if (name == "hopper-overlap") return PrefillHopperVariant::kOverlap;
+    return PrefillHopperVariant::kPingPong;
   }();
   return choice;
 }
@@ -94,8 +90,8 @@ bool launch_prefill_attention(const PrefillAttentionArgs& args, cudaStream_t str
   const int64_t rows = int64_t{a.num_heads / a.num_kv_heads} * a.max_query_len;
   a.num_row_tiles = static_cast<int>((rows + entry->shape.rows() - 1) / entry->shape.rows());
   const std::optional<PrefillHopperVariant> choice = prefill::kernel_choice();
-  if (choice && prefill_attention_hopper_supports(a)) {
-    // 128 rows a block, as the table's hd 64 / 128 shapes.
+  // The Hopper kernel's items take num_row_tiles of the table's shape: the row counts must agree.
+  if (choice && entry->shape.rows() == kPrefillHopperRows && prefill_attention_hopper_supports(a)) {
     launch_prefill_attention_hopper(a, *choice, stream);
     return true;
   }

@@ -1,6 +1,6 @@
 // The Hopper prefill attention kernel (prefill_attention_hopper.cuh): its instances and the
-// launcher. Instances: KV dtype x head dim x main loop (overlapped or one tile at a time), with
-// the pipeline depth that fits shared memory (hd 128: 32 KB of Q + 3 stages of 64 KB of K / V;
+// launcher. Instances: KV dtype x head dim x main loop (PrefillHopperVariant), with the pipeline
+// depth that fits shared memory (hd 128: 32 KB of Q + 3 stages of 64 KB of K / V;
 // hd 64: 16 KB + 4 x 32 KB).
 #include "backend/cuda/kernels/prefill_attention/cache_tensor_map.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention_hopper.cuh"
@@ -9,7 +9,7 @@ namespace brisk::cuda {
 namespace prefill {
 namespace {
 
-template <FloatType kKvType, int kHeadDim, int kLoop, bool kTmaLoads, int kProbe>
+template <FloatType kKvType, int kHeadDim, int kLoop>
 void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
   constexpr int kStages = kHeadDim == 128 ? 3 : 4;
   using Config = HopperConfig<kHeadDim, kStages>;
@@ -17,35 +17,19 @@ void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
   extras.box_rows_log2 = a.block_size_log2 < Config::kTileKeysLog2 ? a.block_size_log2 : Config::kTileKeysLog2;
   extras.oob_row = static_cast<int>(cache_tensor_rows(a));
   const CacheTensorMaps maps = make_cache_tensor_maps(a, 1 << extras.box_rows_log2);
-  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop, kTmaLoads, kProbe>(a, maps.k, maps.v,
-                                                                                                 extras, stream);
+  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop>(a, maps.k, maps.v, extras, stream);
 }
 
 template <FloatType kKvType, int kHeadDim>
 void launch_variant(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream) {
   switch (variant) {
-    case PrefillHopperVariant::kTmaSerial:
-      return launch_hopper<kKvType, kHeadDim, kLoopSerial, true, kProbeNone>(a, stream);
-    case PrefillHopperVariant::kTmaOverlap:
-      return launch_hopper<kKvType, kHeadDim, kLoopOverlap, true, kProbeNone>(a, stream);
-    case PrefillHopperVariant::kCpAsync:
-      return launch_hopper<kKvType, kHeadDim, kLoopPingPong, false, kProbeNone>(a, stream);
-    default:
-      break;
+    case PrefillHopperVariant::kSerial:
+      return launch_hopper<kKvType, kHeadDim, kLoopSerial>(a, stream);
+    case PrefillHopperVariant::kOverlap:
+      return launch_hopper<kKvType, kHeadDim, kLoopOverlap>(a, stream);
+    case PrefillHopperVariant::kPingPong:
+      return launch_hopper<kKvType, kHeadDim, kLoopPingPong>(a, stream);
   }
-  if constexpr (kKvType == FloatType::kBF16 && kHeadDim == 128) {  // the probes: benchmark shape only
-    switch (variant) {
-      case PrefillHopperVariant::kProbeTmaLoads:
-        return launch_hopper<kKvType, kHeadDim, kLoopPingPong, true, kProbeLoadsOnly>(a, stream);
-      case PrefillHopperVariant::kProbeCpAsyncLoads:
-        return launch_hopper<kKvType, kHeadDim, kLoopPingPong, false, kProbeLoadsOnly>(a, stream);
-      case PrefillHopperVariant::kProbeCompute:
-        return launch_hopper<kKvType, kHeadDim, kLoopPingPong, true, kProbeComputeOnly>(a, stream);
-      default:
-        break;
-    }
-  }
-  launch_hopper<kKvType, kHeadDim, kLoopPingPong, true, kProbeNone>(a, stream);
 }
 
 }  // namespace

@@ -13,18 +13,34 @@
 // works): per K/V tile it waits for a free stage (the `empty` barrier), announces the stage's
 // bytes on the `full` barrier and has lane i copy box i of the tile: the keys of one paged block
 // (or of a tile's worth of a larger block), one TMA box per 64-column panel, the block id read
-// from the block table one tile ahead. Boxes past the keys the block needs, or whose block id is
+// from the block table one tile ahead. Boxes past the keys the item needs, or whose block id is
 // outside the table or the cache, are aimed outside the tensor map: the copy engine writes
 // zeros. Warpgroups 1 .. kConsumerWgs are consumers, 64 rows each: Q (converted to the KV dtype)
-// is staged once into swizzled panels; per tile S = Q K^T with wgmma from shared memory (both
-// K-major), mask (only on tiles that cross a row's causal / window bound), online softmax in
-// log2 units with the scale folded in, P rounded to the KV dtype in registers (the row sums add
-// the rounded weights), O += P V with P as the register A operand and V read N-major, then the
-// stage is released (one arrival per consumer warp). On a block's last tile the V rows past its
-// last key are zeroed first (the cache may hold anything past a sequence's context; P is 0
-// there but 0 * NaN is not).
+// is staged per item into swizzled panels; per tile S = Q K^T with wgmma from shared memory
+// (both K-major), mask (only on tiles that cross a row's causal / window bound), online softmax
+// (running max of the raw scores, weights exp2(S scale log2e - max scale log2e): one FFMA and
+// one ex2 each), P rounded to the KV dtype in registers (the row sums add the rounded weights),
+// O += P V with P as the register A operand and V read N-major, then the stage is released (one
+// arrival per consumer warp). On an item's last tile the V rows past its last key are zeroed
+// first (the cache may hold anything past a sequence's context; P is 0 there but 0 * NaN is
+// not).
+//
+// Main loop (kLoop): ping-pong by default: tile t's S = Q K^T and softmax run while tile t - 1's
+// P V is on the tensor cores, and the two consumer warpgroups take turns issuing their MMAs
+// (named barriers), so one's softmax overlaps the other's MMAs. The serial and overlap-only
+// loops stay for comparison (BRISK_PREFILL_KERNEL, prefill_attention.h).
 //
 // Epilogue: O / l in the output dtype, straight from the accumulators.
+//
+// Measured (H200, bf16, 32 / 8 heads, hd 128, causal; TFLOP/s of useful FLOPs, 2026-11-30):
+// 4 x 4096: 398-402, 1 x 16384: 469-471, 64 ragged 100-2000: 263-265, 2048 after 14336:
+// 486-492 (the mma.sync kernel: 230 / 248 / 192 / 239; cuDNN in the same run 604 / 647 /
+// 177 padded, 298 one at a time / 297). Probes (since removed) timed the parts alone: the loads
+// without the math run at 718 / 891 / 404 / 887, the math on stale stages at 433 / 529 / 286 /
+// 540: the consumers bound it. Steps that moved it: ex2.approx instead of exp2f (+10%), the FFMA
+// softmax with ping-pong (+9% together; ping-pong alone 0-3% over the overlap-only loop); a
+// cp.async gather producer instead of TMA was slower (289 / 326 / 213 / 317); partial max / sum
+// accumulators changed nothing.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +76,7 @@ struct HopperConfig {
   static constexpr int kProducerRegisters = 56;
   static constexpr int kConsumerRegisters = 224;
   static_assert(kHeadDim % hopper::kPanelCols == 0 && kStages >= 2);
+  static_assert(kRows == kPrefillHopperRows);
   static_assert(kSharedBytes <= 227 * 1024);
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumerWgs <= 65536);
 };
@@ -71,12 +88,6 @@ struct HopperConfig {
 constexpr int kLoopSerial = 0;
 constexpr int kLoopOverlap = 1;
 constexpr int kLoopPingPong = 2;
-
-// Probes (benchmarks only: the output is wrong): consumers that only wait for and release the
-// tiles (the loads' own speed), a producer that loads each stage once (the math's own speed).
-constexpr int kProbeNone = 0;
-constexpr int kProbeLoadsOnly = 1;
-constexpr int kProbeComputeOnly = 2;
 
 struct HopperLaunchExtras {
   int box_rows_log2 = 4;
@@ -113,7 +124,7 @@ __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a,
   return w;
 }
 
-template <FloatType kKvType, typename C, int kLoop, bool kTmaLoads, int kProbe>
+template <FloatType kKvType, typename C, int kLoop>
 __global__ void __launch_bounds__(C::kThreads, 1)
 prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map, const HopperLaunchExtras extras) {
@@ -141,7 +152,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      hopper::mbarrier_init(full_bar + 8 * s, kTmaLoads ? 1 : 128);
+      hopper::mbarrier_init(full_bar + 8 * s, 1);
       hopper::mbarrier_init(empty_bar + 8 * s, C::kConsumerWarps);
     }
     hopper::mbarrier_init_fence();
@@ -151,110 +162,46 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   if (tid < 128) {
     // Producer warpgroup.
     hopper::registers_decrease<C::kProducerRegisters>();
-    if constexpr (kTmaLoads) {
-      if (tid >= 32) return;
-      const int box_log2 = extras.box_rows_log2;
-      const int boxes = kTileKeys >> box_log2;
-      const int block_log2 = a.block_size_log2;
-      if (lane == 0) {
-        hopper::tma_prefetch_descriptor(&k_map);
-        hopper::tma_prefetch_descriptor(&v_map);
-      }
-      int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
-      for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
-        const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
-        if (w.num_rows <= 0) continue;
-        const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
-        // Row of the tensor maps where this lane's box of tile t starts.
-        auto box_row = [&](int t) {
-          const int key = w.key_base + t * kTileKeys + (lane << box_log2);
-          if (lane >= boxes || t >= w.num_tiles || key >= w.key_end) return extras.oob_row;
-          const int block = key >> block_log2;
-          if (block >= a.max_blocks_per_seq) return extras.oob_row;
-          const int id = table[block];
-          if (id < 0 || id >= a.num_cache_blocks) return extras.oob_row;
-          return ((id * a.num_kv_heads + w.kv_head) << block_log2) + (key & ((1 << block_log2) - 1));
-        };
-        int row = box_row(0);
-        for (int t = 0; t < w.num_tiles; ++t, ++it) {
-          const int s = it % kStages;
-          const int next_row = box_row(t + 1);  // the table read overlaps the wait
-          hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
-          if (kProbe == kProbeComputeOnly && it >= kStages) {  // probe: the stage keeps its old tile
-            if (lane == 0) hopper::mbarrier_arrive(full_bar + 8 * s);
-            row = next_row;
-            continue;
-          }
-          if (lane == 0) hopper::mbarrier_arrive_expect_tx(full_bar + 8 * s, C::kStageBytes);
-          __syncwarp();
-          if (lane < boxes) {
-            const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + (lane << box_log2) * hopper::kPanelRowBytes;
-            const uint32_t v_dst = k_dst + C::kTileBytes;
-  #pragma unroll
-            for (int p = 0; p < kPanels; ++p) {
-              hopper::tma_load_2d(k_dst + p * C::kKvPanelBytes, &k_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
-              hopper::tma_load_2d(v_dst + p * C::kKvPanelBytes, &v_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
-            }
-          }
-          row = next_row;
-        }
-      }
-    } else {
-      // cp.async gather by the whole warpgroup: thread tid copies 16-byte chunk tid % kRowChunks
-      // of keys tid / kRowChunks + i kKeyStep of K and V (zeros past key_end or for missing
-      // blocks). A tile's copies are signalled one tile later (wait, proxy fence, arrive), so
-      // two tiles' copies are in flight.
-      constexpr int kRowChunks = kPanels * 8;
-      constexpr int kKeyStep = 128 / kRowChunks;
-      constexpr int kLoads = kTileKeys / kKeyStep;
-      static_assert(128 % kRowChunks == 0 && kTileKeys % kKeyStep == 0);
-      const int chunk = tid % kRowChunks;
-      const int key_offset = tid / kRowChunks;
-      // The chunk's offset in a stage for i = 0 (key_offset + i kKeyStep keeps key % 8).
-      const uint32_t dst0 = (chunk / 8) * C::kKvPanelBytes + hopper::panel_offset(key_offset, chunk % 8);
-      const int block_log2 = a.block_size_log2;
-      const int block_mask = (1 << block_log2) - 1;
-      const char* k_cache = static_cast<const char*>(a.k_cache);
-      const char* v_cache = static_cast<const char*>(a.v_cache);
-      int it = 0;
-      int pending = -1;  // the last tile issued, not yet signalled
-      for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
-        const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
-        if (w.num_rows <= 0) continue;
-        const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
-        for (int t = 0; t < w.num_tiles; ++t, ++it) {
-          const int s = it % kStages;
-          hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
-          const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + dst0;
-          const int key0 = w.key_base + t * kTileKeys + key_offset;
+    if (tid >= 32) return;
+    const int box_log2 = extras.box_rows_log2;
+    const int boxes = kTileKeys >> box_log2;
+    const int block_log2 = a.block_size_log2;
+    if (lane == 0) {
+      hopper::tma_prefetch_descriptor(&k_map);
+      hopper::tma_prefetch_descriptor(&v_map);
+    }
+    int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
+    for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+      const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
+      if (w.num_rows <= 0) continue;
+      const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
+      // Row of the tensor maps where this lane's box of tile t starts.
+      auto box_row = [&](int t) {
+        const int key = w.key_base + t * kTileKeys + (lane << box_log2);
+        if (lane >= boxes || t >= w.num_tiles || key >= w.key_end) return extras.oob_row;
+        const int block = key >> block_log2;
+        if (block >= a.max_blocks_per_seq) return extras.oob_row;
+        const int id = table[block];
+        if (id < 0 || id >= a.num_cache_blocks) return extras.oob_row;
+        return ((id * a.num_kv_heads + w.kv_head) << block_log2) + (key & ((1 << block_log2) - 1));
+      };
+      int row = box_row(0);
+      for (int t = 0; t < w.num_tiles; ++t, ++it) {
+        const int s = it % kStages;
+        const int next_row = box_row(t + 1);  // the table read overlaps the wait
+        hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
+        if (lane == 0) hopper::mbarrier_arrive_expect_tx(full_bar + 8 * s, C::kStageBytes);
+        __syncwarp();
+        if (lane < boxes) {
+          const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + (lane << box_log2) * hopper::kPanelRowBytes;
+          const uint32_t v_dst = k_dst + C::kTileBytes;
 #pragma unroll
-          for (int i = 0; i < kLoads; ++i) {
-            const int key = key0 + i * kKeyStep;
-            const int block = key >> block_log2;
-            int id = -1;
-            if (key < w.key_end && block < a.max_blocks_per_seq) id = table[block];
-            const bool valid = id >= 0 && id < a.num_cache_blocks;
-            const int64_t element =
-                valid ? ((((int64_t{id} * a.num_kv_heads + w.kv_head) << block_log2) + (key & block_mask)) * kHeadDim +
-                         chunk * 8)
-                      : 0;
-            const uint32_t dst = k_dst + i * kKeyStep * hopper::kPanelRowBytes;
-            cp_async_16(dst, k_cache + element * 2, valid ? 16 : 0);
-            cp_async_16(dst + C::kTileBytes, v_cache + element * 2, valid ? 16 : 0);
+          for (int p = 0; p < kPanels; ++p) {
+            hopper::tma_load_2d(k_dst + p * C::kKvPanelBytes, &k_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+            hopper::tma_load_2d(v_dst + p * C::kKvPanelBytes, &v_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
           }
-          cp_async_commit();
-          if (pending >= 0) {
-            cp_async_wait<1>();
-            hopper::fence_proxy_async();  // generic-proxy writes, read next by wgmma
-            hopper::mbarrier_arrive(full_bar + 8 * (pending % kStages));
-          }
-          pending = it;
         }
-      }
-      if (pending >= 0) {
-        cp_async_wait<0>();
-        hopper::fence_proxy_async();
-        hopper::mbarrier_arrive(full_bar + 8 * (pending % kStages));
+        row = next_row;
       }
     }
     return;
@@ -454,12 +401,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     float sc[kTileKeys / 2];
     uint32_t p[kTileKeys / 16][4];
     float alpha[2];
-    if constexpr (kProbe == kProbeLoadsOnly) {
-      for (int t = 0; t < num_tiles; ++t) {
-        wait_tile(t);
-        release_tile(t);
-      }
-    } else if constexpr (kLoop == kLoopSerial) {
+    if constexpr (kLoop == kLoopSerial) {
       // One tile at a time: S, softmax, P V.
       for (int t = 0; t < num_tiles; ++t) {
         wait_tile(t);
@@ -538,12 +480,12 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   }
 }
 
-template <FloatType kKvType, int kHeadDim, int kStages, int kLoop, bool kTmaLoads, int kProbe>
+template <FloatType kKvType, int kHeadDim, int kStages, int kLoop>
 void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
                                               const CUtensorMap& v_map, const HopperLaunchExtras& extras,
                                               cudaStream_t stream) {
   using Config = HopperConfig<kHeadDim, kStages>;
-  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop, kTmaLoads, kProbe>;
+  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop>;
   static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
   if (!shared_limit_raised) {
     BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
