@@ -1,10 +1,11 @@
-// The prefill attention kernel (kernels/prefill_attention/) against the CPU reference, through
-// the attention op, with the tensor-core tolerances of attention_test_util.h: bf16 and f16 KV,
-// head_dim 64 / 128 / 256, groups 1 (MHA), 4, 8 (and others), ragged batches of chunks of 1 to
-// 700 new tokens continuing 0 to 3000 cached ones, partial last blocks, block sizes 8 / 16 / 32
-// over shuffled block tables, sliding windows, and batches that mix decode-length sequences
-// with long chunks (any sequence over 8 new tokens sends the whole batch here). The *Perf*
-// cases time the benchmark shapes of issue #10 (H200: 32 / 8 heads, head_dim 128, causal);
+// The prefill attention kernels (kernels/prefill_attention/: the Hopper wgmma + TMA one where it
+// applies, else the mma.sync one) against the CPU reference, through the attention op, with the
+// tensor-core tolerances of attention_test_util.h: bf16 and f16 KV, head_dim 64 / 128 / 256,
+// groups 1 (MHA), 4, 8 (and others), ragged batches of chunks of 1 to 700 new tokens continuing
+// 0 to 3000 cached ones, partial last blocks, block sizes 4 / 8 / 16 / 32 / 256 over shuffled
+// block tables, sliding windows, and batches that mix decode-length sequences with long chunks
+// (any sequence over 8 new tokens sends the whole batch here). The *Perf* cases time the
+// benchmark shapes of issue #10 (H200: 32 / 8 heads, head_dim 128, causal);
 // bench/attention_peers.py times cuDNN and FlashAttention-2 on the same shapes.
 #include <gtest/gtest.h>
 
@@ -52,6 +53,18 @@ TEST_P(PrefillAttention, SlidingWindow) {
       {16, 4, 64, 8, 64, {{129, 2000}, {70, 70}}},
       {8, 8, 128, 16, 1, {{40, 100}, {20, 20}}},  // window 1: each token sees itself
       {8, 1, 64, 16, 513, {{600, 3000}}},         // G 8, window past a tile edge
+  });
+}
+
+// Block sizes at the edges of the Hopper kernel's share (prefill_attention.h): 256 (a TMA box
+// covers a tile's 128 keys inside one block) and 4 (below its one-box-per-block minimum of 8: the
+// mma.sync kernel runs hd 64 / 128 too).
+TEST_P(PrefillAttention, BlockSizeEdges) {
+  run_cases(GetParam(), {
+      {8, 2, 128, 256, 0, {{300, 700}, {40, 40}, {129, 513}}},
+      {8, 1, 64, 256, 100, {{200, 600}}},
+      {8, 2, 128, 4, 0, {{70, 300}, {9, 9}}},
+      {8, 8, 64, 4, 0, {{33, 100}}},
   });
 }
 

@@ -8,6 +8,9 @@
 //   head_dim  64, 128, 256
 //   group     any num_heads / num_kv_heads (a block's rows are (token, head) pairs of one kv head)
 //   block     any power-of-two block size
+// Hopper kernel (wgmma + TMA; prefill_attention_hopper.cuh): bf16 / f16 KV, head_dim 64 / 128,
+// block size >= 8 (prefill_attention_hopper_supports); the mma.sync kernel
+// (prefill_attention.cuh) takes the rest.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +45,25 @@ struct PrefillAttentionArgs : PagedAttentionArgs {
 bool prefill_attention_supports(FloatType kv_type, int head_dim);
 // The shape the table picks for the key (a default shape when there is none).
 PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim);
-// Launches the kernel. Returns false, launching nothing, when the table has no kernel for
+// Launches the kernel: the Hopper one (wgmma + TMA, prefill_attention_hopper.cuh) where it
+// applies, else the mma.sync one of the table. BRISK_PREFILL_KERNEL (read once) picks another
+// for benchmarks and bisection: "mma" (the table's), "hopper-overlap", "hopper-serial"
+// (PrefillHopperVariant). Returns false, launching nothing, when neither has a kernel for
 // (kv_type, head_dim): the caller reports it.
 bool launch_prefill_attention(const PrefillAttentionArgs& a, cudaStream_t stream);
+
+// The Hopper kernel's share: bf16 / f16 KV, a positive scale, head_dim 64 and 128, block size
+// >= 8 (one TMA box per paged block), caches whose 2-d views have fewer than 2^31 rows, at most
+// 2^31 work items, and a driver that encodes tensor maps. Its items hold the same 128 rows as the
+// table's hd 64 / 128 shapes (num_row_tiles is shared).
+bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a);
+constexpr int kPrefillHopperRows = 128;  // query rows per work item
+// Main loops: ping-pong (the default: tile t's S and softmax run while tile t - 1's P V is on
+// the tensor cores, and the two consumer warpgroups take turns issuing their MMAs, so one's
+// softmax overlaps the other's MMAs), overlap (the same without the turns), serial (one tile at
+// a time). All compute the same thing.
+enum class PrefillHopperVariant { kPingPong, kOverlap, kSerial };
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant,
+                                     cudaStream_t stream);
 
 }  // namespace brisk::cuda

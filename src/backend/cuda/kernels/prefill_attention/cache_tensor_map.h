@@ -1,0 +1,30 @@
+// 2-d tensor maps over the paged K / V caches for the bulk tensor copy engine (TMA): a cache
+// [num_blocks, num_kv_heads, block_size, head_dim] viewed as rows [num_blocks * num_kv_heads *
+// block_size, head_dim], boxes of 64 columns x box_rows rows, 128-byte swizzle, zeros for boxes
+// outside. Encoded on the host (cuTensorMapEncodeTiled through the runtime's driver entry point:
+// nothing links libcuda) and passed to kernels by value, so a captured CUDA graph keeps its own
+// copy. No fmt here: .cu files include this header.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "backend/cuda/kernels/paged_attention_args.h"
+
+namespace brisk::cuda {
+
+struct CacheTensorMaps {
+  CUtensorMap k;
+  CUtensorMap v;
+};
+
+// Whether the driver offers cuTensorMapEncodeTiled.
+bool cache_tensor_maps_available();
+// Rows of the 2-d view of a cache.
+int64_t cache_tensor_rows(const PagedAttentionArgs& a);
+// The maps of a.k_cache and a.v_cache (16-bit KV, head_dim a multiple of 64); throws
+// brisk::Error when the driver rejects them.
+CacheTensorMaps make_cache_tensor_maps(const PagedAttentionArgs& a, int box_rows);
+
+}  // namespace brisk::cuda

@@ -1,0 +1,505 @@
+// Paged causal GQA prefill attention for Hopper: warp-specialised, K/V tiles by the bulk tensor
+// copy engine (TMA) from the paged cache, both matrix products on wgmma.
+//
+// Work split: items of kRows rows as in the mma.sync kernel (prefill_attention.cuh): (kv head,
+// sequence, row tile), the rows (token, head) pairs of one sequence sharing the kv head,
+// token-major (row = token * group + head in group), so each K/V tile serves the whole GQA
+// group. Persistent: one block per SM strides over the items in longest-first order (row tiles
+// from the last one down: the long causal rows first, the short ones fill the tail); items past
+// a sequence's rows are skipped without a launch. The K/V stage ring and its barrier phases run
+// on across a block's items.
+//
+// Roles: warpgroup 0 is the producer (its registers given away with setmaxnreg; one warp
+// works): per K/V tile it waits for a free stage (the `empty` barrier), announces the stage's
+// bytes on the `full` barrier and has lane i copy box i of the tile: the keys of one paged block
+// (or of a tile's worth of a larger block), one TMA box per 64-column panel, the block id read
+// from the block table one tile ahead. Boxes past the keys the item needs, or whose block id is
+// outside the table or the cache, are aimed outside the tensor map: the copy engine writes
+// zeros. Warpgroups 1 .. kConsumerWgs are consumers, 64 rows each: Q (converted to the KV dtype)
+// is staged per item into swizzled panels; per tile S = Q K^T with wgmma from shared memory
+// (both K-major), mask (only on tiles that cross a row's causal / window bound), online softmax
+// (running max of the raw scores, weights exp2(S scale log2e - max scale log2e): one FFMA and
+// one ex2 each), P rounded to the KV dtype in registers (the row sums add the rounded weights),
+// O += P V with P as the register A operand and V read N-major, then the stage is released (one
+// arrival per consumer warp). On an item's last tile the V rows past its last key are zeroed
+// first (the cache may hold anything past a sequence's context; P is 0 there but 0 * NaN is
+// not).
+//
+// Main loop (kLoop): ping-pong by default: tile t's S = Q K^T and softmax run while tile t - 1's
+// P V is on the tensor cores, and the two consumer warpgroups take turns issuing their MMAs
+// (named barriers), so one's softmax overlaps the other's MMAs. The serial and overlap-only
+// loops stay for comparison (BRISK_PREFILL_KERNEL, prefill_attention.h).
+//
+// Epilogue: O / l in the output dtype, straight from the accumulators.
+//
+// Measured (H200, bf16, 32 / 8 heads, hd 128, causal; TFLOP/s of useful FLOPs, 2026-11-30):
+// 4 x 4096: 398-402, 1 x 16384: 469-471, 64 ragged 100-2000: 263-265, 2048 after 14336:
+// 486-492 (the mma.sync kernel: 230 / 248 / 192 / 239; cuDNN in the same run 604 / 647 /
+// 177 padded, 298 one at a time / 297). Probes (since removed) timed the parts alone: the loads
+// without the math run at 718 / 891 / 404 / 887, the math on stale stages at 433 / 529 / 286 /
+// 540: the consumers bound it. Steps that moved it: ex2.approx instead of exp2f (+10%), the FFMA
+// softmax with ping-pong (+9% together; ping-pong alone 0-3% over the overlap-only loop); a
+// cp.async gather producer instead of TMA was slower (289 / 326 / 213 / 317); partial max / sum
+// accumulators changed nothing.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/hopper_async.cuh"
+#include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
+#include "backend/cuda/runtime/cuda_check.h"
+
+namespace brisk::cuda::prefill {
+
+template <int kHeadDimArg, int kStagesArg>
+struct HopperConfig {
+  static constexpr int kHeadDim = kHeadDimArg;
+  static constexpr int kPanels = kHeadDim / hopper::kPanelCols;  // 64-column panels of a row
+  static constexpr int kConsumerWgs = 2;
+  static constexpr int kRows = 64 * kConsumerWgs;                // query rows per block
+  static constexpr int kThreads = 128 * (1 + kConsumerWgs);
+  static constexpr int kConsumerWarps = 4 * kConsumerWgs;
+  static constexpr int kTileKeys = 128;
+  static constexpr int kTileKeysLog2 = 7;
+  static constexpr int kStages = kStagesArg;
+  static constexpr int kQPanelBytes = kRows * hopper::kPanelRowBytes;
+  static constexpr int kQBytes = kPanels * kQPanelBytes;
+  static constexpr int kKvPanelBytes = kTileKeys * hopper::kPanelRowBytes;
+  static constexpr int kTileBytes = kPanels * kKvPanelBytes;  // K (or V) of one stage
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kBarrierOffset = kQBytes + kStages * kStageBytes;
+  static constexpr int kSharedBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment slack
+  static constexpr int kProducerRegisters = 56;
+  static constexpr int kConsumerRegisters = 224;
+  static_assert(kHeadDim % hopper::kPanelCols == 0 && kStages >= 2);
+  static_assert(kRows == kPrefillHopperRows);
+  static_assert(kSharedBytes <= 227 * 1024);
+  static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumerWgs <= 65536);
+};
+
+// Host-computed extras of a launch: the box height (log2) of the tensor maps and the row that
+// lies past both tensors (boxes aimed there land as zeros).
+// Main loops: one tile at a time; tile t's S and softmax while tile t - 1's P V runs; that
+// and the consumer warpgroups taking turns on the tensor cores.
+constexpr int kLoopSerial = 0;
+constexpr int kLoopOverlap = 1;
+constexpr int kLoopPingPong = 2;
+
+struct HopperLaunchExtras {
+  int box_rows_log2 = 4;
+  int oob_row = 0;
+};
+
+// One work item of the persistent kernel: (kv head, sequence, row tile) and the keys its rows see.
+struct HopperWork {
+  int kv_head, seq, q_begin, row0, num_rows, past, key_base, key_end, num_tiles;
+};
+
+// Item `item` in longest-first order: row tiles from the last one down (the long causal rows
+// first), then sequences, then kv heads. num_rows <= 0: the sequence has no such row tile.
+template <int kRows, int kTileKeys>
+__device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a, int item, int group) {
+  HopperWork w;
+  w.kv_head = item % a.num_kv_heads;
+  const int rest = item / a.num_kv_heads;
+  w.seq = rest % a.num_seqs;
+  const int row_tile = a.num_row_tiles - 1 - rest / a.num_seqs;
+  w.q_begin = a.query_start[w.seq];
+  const int q_len = a.query_start[w.seq + 1] - w.q_begin;
+  const int context_len = a.context_lens[w.seq];
+  w.row0 = row_tile * kRows;
+  w.num_rows = min(kRows, group * q_len - w.row0);
+  w.past = context_len - q_len;  // position of the sequence's first new token
+  // Keys the rows see: up to the last row's position, from the first row's window.
+  const int first_position = w.past + w.row0 / group;
+  const int last_position = w.past + (w.row0 + max(w.num_rows, 1) - 1) / group;
+  const int lowest_key = a.sliding_window > 0 ? max(0, first_position - a.sliding_window + 1) : 0;
+  w.key_end = max(0, last_position + 1);
+  w.key_base = lowest_key & ~(kTileKeys - 1);  // tiles align with cache blocks
+  w.num_tiles = w.key_end > w.key_base ? (w.key_end - w.key_base + kTileKeys - 1) / kTileKeys : 0;
+  return w;
+}
+
+template <FloatType kKvType, typename C, int kLoop>
+__global__ void __launch_bounds__(C::kThreads, 1)
+prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
+                                const __grid_constant__ CUtensorMap v_map, const HopperLaunchExtras extras) {
+  constexpr int kHeadDim = C::kHeadDim;
+  constexpr int kTileKeys = C::kTileKeys;
+  constexpr int kStages = C::kStages;
+  constexpr int kPanels = C::kPanels;
+  constexpr int kSChunks = kTileKeys / 8;  // 8-column chunks of S (keys)
+  constexpr int kOChunks = kHeadDim / 8;   // of O (head dims)
+  using Kv = KvTraits<kKvType>;
+  extern __shared__ uint8_t shared_raw[];
+  // Swizzled panels need 1024-byte alignment.
+  const uint32_t raw_address = shared_address(shared_raw);
+  uint8_t* shared = shared_raw + ((1024 - (raw_address & 1023)) & 1023);
+  uint8_t* q_s = shared;                 // kPanels x [kRows rows x 128 bytes]
+  uint8_t* ring_s = shared + C::kQBytes;  // kStages x {K, V}, each kPanels x [kTileKeys x 128 bytes]
+  const uint32_t full_bar = shared_address(shared + C::kBarrierOffset);  // kStages barriers of 8 bytes
+  const uint32_t empty_bar = full_bar + kStages * 8;
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int group = a.num_heads / a.num_kv_heads;
+  const int num_items = a.num_kv_heads * a.num_seqs * a.num_row_tiles;
+  const int window = a.sliding_window;
+
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      hopper::mbarrier_init(full_bar + 8 * s, 1);
+      hopper::mbarrier_init(empty_bar + 8 * s, C::kConsumerWarps);
+    }
+    hopper::mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  if (tid < 128) {
+    // Producer warpgroup.
+    hopper::registers_decrease<C::kProducerRegisters>();
+    if (tid >= 32) return;
+    const int box_log2 = extras.box_rows_log2;
+    const int boxes = kTileKeys >> box_log2;
+    const int block_log2 = a.block_size_log2;
+    if (lane == 0) {
+      hopper::tma_prefetch_descriptor(&k_map);
+      hopper::tma_prefetch_descriptor(&v_map);
+    }
+    int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
+    for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+      const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
+      if (w.num_rows <= 0) continue;
+      const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
+      // Row of the tensor maps where this lane's box of tile t starts.
+      auto box_row = [&](int t) {
+        const int key = w.key_base + t * kTileKeys + (lane << box_log2);
+        if (lane >= boxes || t >= w.num_tiles || key >= w.key_end) return extras.oob_row;
+        const int block = key >> block_log2;
+        if (block >= a.max_blocks_per_seq) return extras.oob_row;
+        const int id = table[block];
+        if (id < 0 || id >= a.num_cache_blocks) return extras.oob_row;
+        return ((id * a.num_kv_heads + w.kv_head) << block_log2) + (key & ((1 << block_log2) - 1));
+      };
+      int row = box_row(0);
+      for (int t = 0; t < w.num_tiles; ++t, ++it) {
+        const int s = it % kStages;
+        const int next_row = box_row(t + 1);  // the table read overlaps the wait
+        hopper::mbarrier_wait(empty_bar + 8 * s, ((it / kStages) & 1) ^ 1);
+        if (lane == 0) hopper::mbarrier_arrive_expect_tx(full_bar + 8 * s, C::kStageBytes);
+        __syncwarp();
+        if (lane < boxes) {
+          const uint32_t k_dst = shared_address(ring_s + s * C::kStageBytes) + (lane << box_log2) * hopper::kPanelRowBytes;
+          const uint32_t v_dst = k_dst + C::kTileBytes;
+#pragma unroll
+          for (int p = 0; p < kPanels; ++p) {
+            hopper::tma_load_2d(k_dst + p * C::kKvPanelBytes, &k_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+            hopper::tma_load_2d(v_dst + p * C::kKvPanelBytes, &v_map, p * hopper::kPanelCols, row, full_bar + 8 * s);
+          }
+        }
+        row = next_row;
+      }
+    }
+    return;
+  }
+
+  // Consumer warpgroups.
+  hopper::registers_increase<C::kConsumerRegisters>();
+  const int ctid = tid - 128;        // 0 .. 128 kConsumerWgs - 1
+  const int wg = ctid / 128;         // consumer warpgroup
+  const int wg_tid = ctid % 128;
+  const int warp = ctid / 32;        // consumer warp
+  const int wg_row0 = wg * 64;
+
+  const int g = lane / 4;
+  const int t4 = lane % 4;
+  const int warp_row0 = warp * 16;  // this thread's rows: warp_row0 + g + 8 h
+  const float scale_log2 = a.scale * kLog2e;
+  const uint32_t q_address = shared_address(q_s) + wg_row0 * hopper::kPanelRowBytes;
+  const uint32_t ring_address = shared_address(ring_s);
+  // Ping-pong (kLoopPingPong): the consumer warpgroups take turns issuing their MMAs (named
+  // barriers 4 and 5), so one's softmax runs while the other's MMAs occupy the tensor cores;
+  // warpgroup 0 goes first. Both issue the same number of times (the same items and tiles).
+  auto mma_turn_begin = [&] {
+    if constexpr (kLoop == kLoopPingPong) hopper::named_barrier_sync(4 + wg, 256);
+  };
+  auto mma_turn_end = [&] {
+    if constexpr (kLoop == kLoopPingPong) hopper::named_barrier_arrive(4 + (wg ^ 1), 256);
+  };
+  if (kLoop == kLoopPingPong && wg == 1) hopper::named_barrier_arrive(4, 256);
+  int it = 0;  // tiles consumed so far
+  for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+    const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
+    if (w.num_rows <= 0) continue;
+    const int num_rows = w.num_rows, row0 = w.row0, kv_head = w.kv_head, q_begin = w.q_begin;
+    const int key_base = w.key_base, key_end = w.key_end, num_tiles = w.num_tiles, past = w.past;
+
+    // The warpgroup's q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
+    constexpr int kChunks = kHeadDim / 8;
+    for (int e = wg_tid; e < 64 * kChunks; e += 128) {
+      const int r = wg_row0 + e / kChunks;
+      const int c = e % kChunks;
+      uint4 words = make_uint4(0, 0, 0, 0);
+      if (r < num_rows) {
+        const int64_t token = q_begin + (row0 + r) / group;
+        const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+        const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
+        if (a.q_vectorized && a.q_type == kKvType) {
+          words = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.q) + base);
+        } else {
+          float v[8];
+          if (a.q_vectorized) {
+            load8(a.q, a.q_type, base, v);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = load_one(a.q, a.q_type, base + j);
+          }
+          uint32_t packed[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) packed[j] = Kv::pack(v[2 * j], v[2 * j + 1]);
+          words = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        }
+      }
+      *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
+    }
+    hopper::fence_proxy_async();  // the q stores, before wgmma reads them
+    hopper::named_barrier_sync(2 + wg, 128);
+
+    int row_hi[2], row_lo[2];  // visible keys [row_lo, row_hi]
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp_row0 + g + 8 * h;
+      // Padding rows see what the last row sees: finite values, never written.
+      row_hi[h] = past + (row0 + min(r, num_rows - 1)) / group;
+      row_lo[h] = window > 0 ? row_hi[h] - window + 1 : 0;
+    }
+    // The warp's rows (clamped to real ones): keys every one of them sees, keys some of them see.
+    const int warp_first = past + (row0 + min(warp_row0, num_rows - 1)) / group;
+    const int warp_last = past + (row0 + min(warp_row0 + 15, num_rows - 1)) / group;
+    const int all_lo = window > 0 ? warp_last - window + 1 : 0;    // every row sees [all_lo, warp_first]
+
+    float m[2] = {-INFINITY, -INFINITY};  // running max of the raw scores
+    float l[2] = {0.0f, 0.0f};            // this thread's share of the running sums
+    float o[kHeadDim / 2];
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
+
+
+    // The main loop's steps.
+    auto wait_tile = [&](int t) { hopper::mbarrier_wait(full_bar + 8 * ((it + t) % kStages), ((it + t) / kStages) & 1); };
+    auto release_tile = [&](int t) {  // after this warp's last MMA reading the tile completed
+      __syncwarp();
+      if (lane == 0) hopper::mbarrier_arrive(empty_bar + 8 * ((it + t) % kStages));
+    };
+    // S = Q K^T: head_dim / 16 k-steps, 4 per panel; one commit group.
+    auto issue_s = [&](float (&sc)[kTileKeys / 2], int t) {
+      const uint32_t k_address = ring_address + ((it + t) % kStages) * C::kStageBytes;
+      hopper::fence_registers(sc);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        const uint32_t step = (kk % 4) * 32;  // 16 columns into the panel
+        const uint64_t qd = hopper::smem_descriptor(q_address + (kk / 4) * C::kQPanelBytes + step, 16, 1024);
+        const uint64_t kd = hopper::smem_descriptor(k_address + (kk / 4) * C::kKvPanelBytes + step, 16, 1024);
+        hopper::Wgmma<kTileKeys, kKvType>::ss(sc, qd, kd, kk > 0);
+      }
+      hopper::wgmma_commit();
+    };
+    // O += P V: V rows are keys (K), columns head dims (N), N-major panels; one commit group.
+    auto issue_pv = [&](const uint32_t (&p)[kTileKeys / 16][4], int t) {
+      const uint32_t v_address = ring_address + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
+      hopper::fence_registers(o);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < kTileKeys / 16; ++j) {
+        const uint64_t vd = hopper::smem_descriptor(v_address + j * 16 * hopper::kPanelRowBytes, C::kKvPanelBytes, 1024);
+        hopper::Wgmma<kHeadDim, kKvType>::rs_b_mn(o, p[j], vd);
+      }
+      hopper::wgmma_commit();
+    };
+    // The block's last tile: V rows past key_end become zeros before P V reads them (both
+    // consumer warpgroups share the work, then meet).
+    auto zero_tail = [&](int t) {
+      const int valid = key_end - (key_base + t * kTileKeys);
+      if (t != num_tiles - 1 || valid >= kTileKeys) return;
+      constexpr int kChunksPerRow = kPanels * 8;
+      uint8_t* v_s = ring_s + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
+      for (int e = ctid + valid * kChunksPerRow; e < kTileKeys * kChunksPerRow; e += 128 * C::kConsumerWgs) {
+        const int r = e / kChunksPerRow;
+        const int c = e % kChunksPerRow;
+        *reinterpret_cast<uint4*>(v_s + (c / 8) * C::kKvPanelBytes + r * hopper::kPanelRowBytes + (c % 8) * 16) =
+            make_uint4(0, 0, 0, 0);
+      }
+      hopper::fence_proxy_async();
+      hopper::named_barrier_sync(1, 128 * C::kConsumerWgs);
+    };
+    // Mask and online softmax: the running max m of the raw scores (the scale is positive), S
+    // becomes exp2(S scale log2e - m scale log2e) in place (fp32, one FFMA and one ex2 each),
+    // alpha the factor that rescales the rows' earlier O and l.
+    auto softmax = [&](float (&sc)[kTileKeys / 2], int t, float (&alpha)[2]) {
+      const int key0 = key_base + t * kTileKeys;
+      const bool masked = key0 + kTileKeys - 1 > warp_first || key0 < all_lo;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Four independent partial maxima: short dependency chains.
+        float part_max[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+#pragma unroll
+        for (int n = 0; n < kSChunks; ++n) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float v = sc[4 * n + 2 * h + e];
+            if (masked) {
+              const int key = key0 + n * 8 + 2 * t4 + e;
+              if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
+              sc[4 * n + 2 * h + e] = v;
+            }
+            part_max[n % 4] = fmaxf(part_max[n % 4], v);
+          }
+        }
+        const float tile_max = quad_max(fmaxf(fmaxf(part_max[0], part_max[1]), fmaxf(part_max[2], part_max[3])));
+        const float m_new = fmaxf(m[h], tile_max);
+        const float base = m_new == -INFINITY ? 0.0f : m_new * scale_log2;
+        alpha[h] = hopper::exp2_approx(m[h] * scale_log2 - base);  // 0 while nothing was visible
+        m[h] = m_new;
+#pragma unroll
+        for (int n = 0; n < kSChunks; ++n) {
+          sc[4 * n + 2 * h] = hopper::exp2_approx(fmaf(sc[4 * n + 2 * h], scale_log2, -base));
+          sc[4 * n + 2 * h + 1] = hopper::exp2_approx(fmaf(sc[4 * n + 2 * h + 1], scale_log2, -base));
+        }
+      }
+    };
+    // P in the KV dtype as the A operand of P V (k-step j: keys 16 j ..: chunks 2 j (a0: row g,
+    // a1: row g + 8) and 2 j + 1 (a2, a3)); l = l alpha + the rounded weights.
+    auto pack = [&](const float (&sc)[kTileKeys / 2], const float (&alpha)[2], uint32_t (&p)[kTileKeys / 16][4]) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float part_sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // independent partial sums
+#pragma unroll
+        for (int n = 0; n < kSChunks; ++n) {
+          float r0, r1;
+          p[n / 2][(n & 1) * 2 + h] = Kv::pack(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1], r0, r1);
+          part_sum[n % 4] += r0 + r1;
+        }
+        l[h] = l[h] * alpha[h] + ((part_sum[0] + part_sum[1]) + (part_sum[2] + part_sum[3]));
+      }
+    };
+    auto rescale = [&](const float (&alpha)[2]) {
+#pragma unroll
+      for (int n = 0; n < kOChunks; ++n) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          o[4 * n + 2 * h] *= alpha[h];
+          o[4 * n + 2 * h + 1] *= alpha[h];
+        }
+      }
+    };
+
+    float sc[kTileKeys / 2];
+    uint32_t p[kTileKeys / 16][4];
+    float alpha[2];
+    if constexpr (kLoop == kLoopSerial) {
+      // One tile at a time: S, softmax, P V.
+      for (int t = 0; t < num_tiles; ++t) {
+        wait_tile(t);
+        issue_s(sc, t);
+        hopper::wgmma_wait<0>();
+        hopper::fence_registers(sc);
+        zero_tail(t);
+        softmax(sc, t, alpha);
+        rescale(alpha);
+        pack(sc, alpha, p);
+        issue_pv(p, t);
+        hopper::wgmma_wait<0>();
+        hopper::fence_registers(o);
+        release_tile(t);
+      }
+    } else if (num_tiles > 0) {
+      // Tile t's S = Q K^T and softmax run while tile t - 1's P V is on the tensor cores.
+      wait_tile(0);
+      mma_turn_begin();
+      issue_s(sc, 0);
+      mma_turn_end();
+      hopper::wgmma_wait<0>();
+      hopper::fence_registers(sc);
+      zero_tail(0);
+      softmax(sc, 0, alpha);
+      pack(sc, alpha, p);  // O is still zero: no rescale
+      for (int t = 1; t < num_tiles; ++t) {
+        wait_tile(t);
+        mma_turn_begin();
+        issue_s(sc, t);
+        issue_pv(p, t - 1);
+        mma_turn_end();
+        hopper::wgmma_wait<1>();  // S of tile t
+        hopper::fence_registers(sc);
+        zero_tail(t);
+        softmax(sc, t, alpha);
+        hopper::wgmma_wait<0>();  // P V of tile t - 1: p and O are free
+        hopper::fence_registers(o);
+        release_tile(t - 1);
+        rescale(alpha);
+        pack(sc, alpha, p);
+      }
+      mma_turn_begin();
+      issue_pv(p, num_tiles - 1);
+      mma_turn_end();
+      hopper::wgmma_wait<0>();
+      hopper::fence_registers(o);
+      release_tile(num_tiles - 1);
+    }
+
+    it += num_tiles;
+
+    // Epilogue: rows g and g + 8 of the warp, columns 8 n + 2 t4 (+1).
+    const bool pairs = a.out_pairs && a.out_type == kKvType;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float row_sum = quad_sum(l[h]);
+      const int r = warp_row0 + g + 8 * h;
+      if (r >= num_rows) continue;
+      const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
+      const int64_t token = q_begin + (row0 + r) / group;
+      const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+      const int64_t index = token * a.out_stride + head * kHeadDim + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < kOChunks; ++n) {
+        const float v0 = o[4 * n + 2 * h] * inv_sum;
+        const float v1 = o[4 * n + 2 * h + 1] * inv_sum;
+        if (pairs) {
+          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.out) + index + n * 8) = Kv::pack(v0, v1);
+        } else {
+          store_one(a.out, a.out_type, index + n * 8, v0);
+          store_one(a.out, a.out_type, index + n * 8 + 1, v1);
+        }
+      }
+    }
+  }
+}
+
+template <FloatType kKvType, int kHeadDim, int kStages, int kLoop>
+void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
+                                              const CUtensorMap& v_map, const HopperLaunchExtras& extras,
+                                              cudaStream_t stream) {
+  using Config = HopperConfig<kHeadDim, kStages>;
+  constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop>;
+  static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
+  if (!shared_limit_raised) {
+    BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          Config::kSharedBytes));
+    shared_limit_raised = true;
+  }
+  // Persistent: one block per SM (at most one per item) strides over the items.
+  int device = 0, sms = 0;
+  BRISK_CUDA_CHECK(cudaGetDevice(&device));
+  BRISK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t items = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles;
+  const int grid = static_cast<int>(items < sms ? items : sms);
+  kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, extras);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace brisk::cuda::prefill
