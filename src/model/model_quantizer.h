@@ -24,7 +24,9 @@ struct QuantizeOptions {
   // awq only:
   std::vector<std::vector<int32_t>> calibration;  // token samples (calibration_samples below)
   Backend* backend = nullptr;    // runs the calibration forward; must share host memory (the CPU)
-  int64_t max_rows_per_input = 4096;  // calibration rows kept per layer input (random subsample)
+  // Calibration rows kept per layer input (a random subsample; f32, so the statistics take
+  // max_rows_per_input * (sum of the layer inputs' widths) * 4 bytes per layer).
+  int64_t max_rows_per_input = 2048;
   bool clip = true;              // AWQ's weight clipping search after the scale search
 };
 

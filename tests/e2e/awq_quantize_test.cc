@@ -1,0 +1,274 @@
+// AWQ quantization (model/awq_search.h, model/awq_scaling.h, `quantize_model` with method awq):
+// - folding scales keeps a dense model's function (every test architecture, random scales);
+// - the search's fake quantization is quantize_rtn's;
+// - on the trained default model (models/tiny-austen, real activation statistics), AWQ's int4
+//   model is closer to the dense one than round-to-nearest's on held-out text, in logit error
+//   and in perplexity;
+// - the calibration set gives clear errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "backend/backend.h"
+#include "core/host_convert.h"
+#include "model/activation_sampler.h"
+#include "model/awq_scaling.h"
+#include "model/awq_search.h"
+#include "model/forward_batch.h"
+#include "model/int4_weight.h"
+#include "model/kv_cache.h"
+#include "model/llama_model.h"
+#include "model/model_quantizer.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace brisk {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path repo_dir() { return testing::test_data_dir().parent_path().parent_path(); }
+fs::path tiny_austen() { return repo_dir() / "models" / "tiny-austen"; }
+
+// Logits of every token of one prefill, [tokens.size() * vocab].
+std::vector<float> prefill_logits(LlamaModel& model, Backend& backend, const std::vector<int32_t>& tokens) {
+  constexpr int kBlockSize = 16;
+  const int64_t num_blocks = (static_cast<int64_t>(tokens.size()) + kBlockSize - 1) / kBlockSize;
+  KvCache cache(model.config(), backend, model.activation_dtype(), num_blocks, kBlockSize);
+  std::vector<int32_t> table(num_blocks);
+  std::iota(table.begin(), table.end(), 0);
+  BatchInputs inputs({SequenceChunk{tokens, 0, table, true, false}}, kBlockSize);
+  Tensor logits(cpu_allocator(), DType::kF32, {static_cast<int64_t>(tokens.size()), model.config().vocab_size});
+  model.forward(inputs.upload(backend), cache, logits);
+  return std::vector<float>(logits.data_as<float>(), logits.data_as<float>() + logits.view().num_elements());
+}
+
+// Writes a copy of a dense folder whose tensors in `changed` are replaced (f32).
+void write_folder(const fs::path& src, const fs::path& out, const Checkpoint& checkpoint, const DenseTensors& changed) {
+  fs::create_directories(out);
+  std::vector<SafetensorsWriteEntry> entries;
+  for (const std::string& name : checkpoint.tensor_names()) {
+    auto it = changed.find(name);
+    entries.push_back({name, it == changed.end() ? checkpoint.tensor(name) : it->second.view()});
+  }
+  write_safetensors(out / "model.safetensors", entries);
+  for (const char* file : {"config.json", "generation_config.json"}) fs::copy_file(src / file, out / file);
+}
+
+class AwqFolding : public ::testing::TestWithParam<const char*> {};
+
+// Random scales in [0.5, 2] folded into every scaling group of every layer: the model's logits
+// stay those of the original (f32 rounding only).
+TEST_P(AwqFolding, RandomScalesKeepTheLogits) {
+  const fs::path src = testing::test_data_dir() / "models" / GetParam();
+  const ModelConfig config = ModelConfig::from_file(src / "config.json");
+  const Checkpoint checkpoint = Checkpoint::open(src);
+  DenseTensors changed;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> log2_scale(-1.0f, 1.0f);
+  int num_groups = 0;
+  bool has_o_group = false;
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    for (const ScalingGroup& group : scaling_groups(config, layer)) {
+      const int64_t k = dense_f32(changed, checkpoint, group.linears[0].weight).shape()[1];
+      std::vector<float> scales(k);
+      for (float& s : scales) s = std::exp2(log2_scale(rng));
+      fold_scales(changed, checkpoint, group, scales);
+      ++num_groups;
+      has_o_group |= group.input == LinearInput::kOProj;
+    }
+  }
+  EXPECT_EQ(num_groups, config.num_layers * (config.num_heads == config.num_kv_heads ? 4 : 3));
+  EXPECT_EQ(has_o_group, config.num_heads == config.num_kv_heads);
+  const fs::path out = testing::make_temp_dir("awq-fold") / GetParam();
+  write_folder(src, out, checkpoint, changed);
+
+  auto backend = make_cpu_backend();
+  auto original = LlamaModel::load(src, *backend);
+  auto folded = LlamaModel::load(out, *backend);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 24; ++i) prompt.push_back(static_cast<int32_t>((i * 7919 + 13) % config.vocab_size));
+  const std::vector<float> a = prefill_logits(*original, *backend, prompt);
+  const std::vector<float> b = prefill_logits(*folded, *backend, prompt);
+  ASSERT_EQ(a.size(), b.size());
+  float worst = 0, largest = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+    largest = std::max(largest, std::fabs(a[i]));
+  }
+  EXPECT_LT(worst, 2e-4f * std::max(largest, 1.0f)) << GetParam() << ": largest logit " << largest;
+  // The folded weights really differ (scales of up to 2x).
+  const ScalingGroup first = scaling_groups(config, 0)[0];
+  const TensorView original_w = checkpoint.tensor(first.linears[0].weight);
+  Tensor original_f32(cpu_allocator(), DType::kF32, original_w.shape());
+  convert_on_host(original_f32, original_w);
+  EXPECT_NE(original_f32.data_as<float>()[0], changed.at(first.linears[0].weight).data_as<float>()[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, AwqFolding,
+                         ::testing::Values("llama-gqa2-hd32-bf16", "llama-mha-hd128-linearrope-f32",
+                                           "mistral-gqa2-hd64-window16-bf16", "qwen2-gqa2-hd64-bias-tied-bf16",
+                                           "qwen3-gqa4-hd128-qknorm-bf16", "internlm2-gqa2-hd32-bf16"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(AwqSearch, FakeQuantizeIsQuantizeRtn) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  Tensor w(cpu_allocator(), DType::kF32, {16, 128});
+  for (int64_t i = 0; i < w.view().num_elements(); ++i) w.data_as<float>()[i] = normal(rng);
+  const Tensor fake = fake_quantize(w, 32);
+  const Tensor reference = dequantize(quantize_rtn(w, 32, DType::kF16));
+  for (int64_t i = 0; i < w.view().num_elements(); ++i)
+    ASSERT_EQ(fake.data_as<float>()[i], reference.data_as<float>()[i]) << "element " << i;
+}
+
+// One channel of large activations: the search finds alpha > 0 and a lower output error than
+// round to nearest; clipping never raises the error.
+TEST(AwqSearch, ScalesProtectSalientChannels) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t k = 64, n = 32, rows = 128;
+  ActivationRows x;
+  x.num_rows = rows;
+  x.num_cols = k;
+  x.rows.resize(rows * k);
+  x.mean_abs.assign(k, 0.0f);
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t i = 0; i < k; ++i) {
+      const float v = normal(rng) * (i % 16 == 3 ? 30.0f : 1.0f);
+      x.rows[m * k + i] = v;
+      x.mean_abs[i] += std::fabs(v) / rows;
+    }
+  Tensor w(cpu_allocator(), DType::kF32, {n, k});
+  for (int64_t i = 0; i < n * k; ++i) w.data_as<float>()[i] = normal(rng) * 0.02f;
+  const ScaleSearchResult result = search_scales({&w}, x, 32);
+  EXPECT_GT(result.alpha, 0.0f);
+  EXPECT_LT(result.loss, 0.8 * result.rtn_loss);
+  const auto [before, after] = search_clip(w, x, 32);
+  EXPECT_LE(after, before);
+  EXPECT_GT(before, 0.0);
+}
+
+// The sampler keeps at most max_rows rows, all of them rows it saw, and the exact mean |x|.
+TEST(ActivationSampler, KeepsABoundedSubsampleAndExactMeans) {
+  ActivationSampler sampler(/*num_layers=*/2, /*max_rows=*/5, /*seed=*/1);
+  const int64_t k = 4;
+  std::vector<float> seen;
+  for (int batch = 0; batch < 3; ++batch) {
+    Tensor x(cpu_allocator(), DType::kF32, {6, k});
+    for (int64_t i = 0; i < 6 * k; ++i) {
+      x.data_as<float>()[i] = static_cast<float>(batch * 100 + i) * (i % 2 ? -1.0f : 1.0f);
+      seen.push_back(x.data_as<float>()[i]);
+    }
+    sampler.observe(1, LinearInput::kDown, x);
+  }
+  const ActivationRows& rows = sampler.rows(1, LinearInput::kDown);
+  EXPECT_EQ(sampler.rows(0, LinearInput::kDown).num_rows, 0);
+  ASSERT_EQ(rows.num_rows, 5);
+  ASSERT_EQ(rows.num_cols, k);
+  for (int64_t m = 0; m < rows.num_rows; ++m) {
+    bool found = false;
+    for (size_t r = 0; r < seen.size() / k && !found; ++r)
+      found = std::equal(rows.rows.begin() + m * k, rows.rows.begin() + (m + 1) * k, seen.begin() + r * k);
+    EXPECT_TRUE(found) << "kept row " << m << " was never seen";
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    double sum = 0;
+    for (size_t r = 0; r < seen.size() / k; ++r) sum += std::fabs(seen[r * k + i]);
+    EXPECT_NEAR(rows.mean_abs[i], sum / 18.0, 1e-3) << i;
+  }
+}
+
+// tokens of a text file with tiny-austen's tokenizer.
+std::vector<int32_t> tokenize_file(const Tokenizer& tokenizer, const fs::path& path) {
+  return tokenizer.encode(testing::read_file(path), /*add_special_tokens=*/false);
+}
+
+struct Closeness {
+  double logit_mse = 0;  // mean squared logit difference to the dense model
+  double perplexity = 0; // of the held-out text's next tokens
+};
+
+Closeness measure(const fs::path& dir, Backend& backend, const std::vector<int32_t>& tokens,
+                  const std::vector<float>& dense_logits) {
+  auto model = LlamaModel::load(dir, backend);
+  const std::vector<float> logits = prefill_logits(*model, backend, tokens);
+  const int64_t vocab = model->config().vocab_size;
+  Closeness c;
+  for (size_t i = 0; i < logits.size(); ++i) c.logit_mse += std::pow(logits[i] - dense_logits[i], 2);
+  c.logit_mse /= static_cast<double>(logits.size());
+  double nll = 0;
+  for (size_t t = 0; t + 1 < tokens.size(); ++t) {
+    const float* row = logits.data() + t * vocab;
+    const float top = *std::max_element(row, row + vocab);
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - top);
+    nll += top + std::log(sum) - row[tokens[t + 1]];
+  }
+  c.perplexity = std::exp(nll / static_cast<double>(tokens.size() - 1));
+  return c;
+}
+
+// The acceptance test of the search: on a trained model, with calibration text and held-out text
+// it never saw, AWQ's int4 model is closer to the dense model than round to nearest's.
+TEST(AwqQuantize, BeatsRoundToNearestOnHeldOutText) {
+  auto backend = make_cpu_backend();
+  auto tokenizer = Tokenizer::from_folder(tiny_austen());
+  const std::vector<int32_t> calibration = tokenize_file(*tokenizer, repo_dir() / "data" / "calibration" / "austen.txt");
+  std::vector<int32_t> held_out = tokenize_file(*tokenizer, testing::test_data_dir() / "austen-heldout.txt");
+  ASSERT_GE(held_out.size(), 512u);
+  held_out.resize(512);
+
+  const fs::path tmp = testing::make_temp_dir("awq-tiny-austen");
+  QuantizeOptions rtn{"rtn", 64};
+  quantize_model(tiny_austen(), tmp / "rtn", rtn);
+  QuantizeOptions awq{"awq", 64};
+  awq.calibration = calibration_samples(calibration, 8, 256, "austen.txt");
+  awq.backend = backend.get();
+  awq.max_rows_per_input = 512;
+  quantize_model(tiny_austen(), tmp / "awq", awq);
+
+  auto dense = LlamaModel::load(tiny_austen(), *backend);
+  const std::vector<float> dense_logits = prefill_logits(*dense, *backend, held_out);
+  const Closeness dense_c = measure(tiny_austen(), *backend, held_out, dense_logits);
+  const Closeness rtn_c = measure(tmp / "rtn", *backend, held_out, dense_logits);
+  const Closeness awq_c = measure(tmp / "awq", *backend, held_out, dense_logits);
+  std::printf("held-out perplexity: dense %.3f, rtn %.3f, awq %.3f; logit mse: rtn %.5f, awq %.5f\n",
+              dense_c.perplexity, rtn_c.perplexity, awq_c.perplexity, rtn_c.logit_mse, awq_c.logit_mse);
+  EXPECT_LT(awq_c.logit_mse, 0.8 * rtn_c.logit_mse);
+  EXPECT_LT(awq_c.perplexity - dense_c.perplexity, 0.8 * (rtn_c.perplexity - dense_c.perplexity));
+}
+
+TEST(AwqQuantize, ClearErrors) {
+  const std::vector<int32_t> tokens(1000, 5);
+  testing::expect_error([&] { calibration_samples(tokens, 4, 512, "short.txt"); }, ErrorCode::kInvalidArgument,
+                        {"short.txt", "too short", "1000 tokens", "needs 2048"});
+  testing::expect_error([&] { calibration_samples(tokens, 0, 512, "a.txt"); }, ErrorCode::kInvalidArgument,
+                        {"--calib-samples"});
+  const fs::path model = testing::test_data_dir() / "models" / "llama-gqa2-hd32-bf16";
+  const fs::path out = testing::make_temp_dir("awq-errors") / "out";
+  testing::expect_error([&] { quantize_model(model, out, {"awq", 32}); }, ErrorCode::kInvalidArgument,
+                        {"needs calibration samples"});
+  QuantizeOptions no_backend{"awq", 32};
+  no_backend.calibration = {{1, 2, 3}};
+  testing::expect_error([&] { quantize_model(model, out, no_backend); }, ErrorCode::kInvalidArgument,
+                        {"CPU backend"});
+  auto backend = make_cpu_backend();
+  QuantizeOptions bad_token = no_backend;
+  bad_token.backend = backend.get();
+  bad_token.calibration = {{1, 2, 1 << 30}};
+  testing::expect_error([&] { quantize_model(model, out, bad_token); }, ErrorCode::kInvalidArgument,
+                        {"calibration token 1073741824"});
+}
+
+}  // namespace
+}  // namespace brisk
