@@ -44,18 +44,45 @@ void check_weight(const Tensor& w, int64_t k, int64_t group_size, const char* wh
               what, k, group_size);
 }
 
-// The scales of one alpha: mean_abs^alpha (at least 1e-4), divided by sqrt(max * min).
-std::vector<float> scales_for(const std::vector<float>& mean_abs, float alpha) {
+// The scales of one alpha: mean_abs^alpha (divided by w_mean^(1 - alpha) when w_mean is given:
+// AutoAWQ's "duo" scaling), at least 1e-4, divided by sqrt(max * min).
+std::vector<float> scales_for(const std::vector<float>& mean_abs, const std::vector<float>* w_mean, float alpha) {
   std::vector<float> s(mean_abs.size());
-  for (size_t i = 0; i < s.size(); ++i) s[i] = std::max(std::pow(std::max(mean_abs[i], 0.0f), alpha), 1e-4f);
+  for (size_t i = 0; i < s.size(); ++i) {
+    float v = std::pow(std::max(mean_abs[i], 0.0f), alpha);
+    if (w_mean != nullptr) v /= std::pow((*w_mean)[i], 1.0f - alpha) + 1e-4f;
+    s[i] = std::max(v, 1e-4f);
+  }
   const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
   const float norm = std::sqrt(*lo * *hi);
   for (float& v : s) v /= norm;
   return s;
 }
 
+// Per input channel, the mean over all rows of the weights of |w| / max |w| of its quantization group.
+std::vector<float> weight_mean(const std::vector<const Tensor*>& weights, int64_t group_size) {
+  const int64_t k = weights.front()->shape()[1];
+  std::vector<double> sum(k, 0.0);
+  int64_t num_rows = 0;
+  for (const Tensor* w : weights) {
+    const int64_t n = w->shape()[0];
+    for (int64_t r = 0; r < n; ++r) {
+      const float* row = w->data_as<float>() + r * k;
+      for (int64_t g = 0; g < k; g += group_size) {
+        float group_max = 0;
+        for (int64_t i = g; i < g + group_size; ++i) group_max = std::max(group_max, std::fabs(row[i]));
+        for (int64_t i = g; i < g + group_size; ++i) sum[i] += std::fabs(row[i]) / (group_max + 1e-6f);
+      }
+    }
+    num_rows += n;
+  }
+  std::vector<float> mean(k);
+  for (int64_t i = 0; i < k; ++i) mean[i] = static_cast<float>(sum[i] / static_cast<double>(num_rows));
+  return mean;
+}
+
 // Output error of w quantized with scales s: (Q(w * s) / s - w) against x.
-double scaled_error(const Tensor& w, const std::vector<float>& s, const ActivationRows& x, int64_t group_size) {
+double scaled_error(const Tensor& w, const std::vector<float>& s, const OutputError& error, int64_t group_size) {
   const int64_t n = w.shape()[0], k = w.shape()[1];
   Tensor scaled(cpu_allocator(), DType::kF32, {n, k});
   const float* src = w.data_as<float>();
@@ -64,36 +91,22 @@ double scaled_error(const Tensor& w, const std::vector<float>& s, const Activati
   Tensor deq = fake_quantize(scaled, group_size);
   float* d = deq.data_as<float>();
   for (int64_t i = 0; i < n * k; ++i) d[i] = d[i] / s[i % k] - src[i];
-  return output_error(x, deq);
+  return error(deq);
 }
 
-}  // namespace
-
-Tensor fake_quantize(const Tensor& w, int64_t group_size) {
-  const int64_t n = w.shape()[0], k = w.shape()[1];
-  check_weight(w, k, group_size, "fake_quantize");
-  Tensor out(cpu_allocator(), DType::kF32, {n, k});
-  parallel_for(n, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)
-      for (int64_t g = 0; g < k; g += group_size)
-        fake_quantize_group(w.data_as<float>() + r * k + g, group_size, out.data_as<float>() + r * k + g);
-  });
-  return out;
-}
-
-double output_error(const ActivationRows& x, const Tensor& d) {
-  const int64_t n = d.shape()[0], k = x.num_cols;
-  BRISK_CHECK(d.dtype() == DType::kF32 && d.shape()[1] == k, "output_error: {} does not match rows of width {}",
-              d.view().describe(), k);
-  constexpr int64_t kBlock = 8;  // rows of d per task: they stay in cache while x streams by
+// sum over m, n of (a_m . d_n)^2 for the rows a [num_rows, K]: blocks of d's rows stay in cache
+// while a streams by.
+double output_error(const float* a, int64_t num_rows, const Tensor& d) {
+  const int64_t n = d.shape()[0], k = d.shape()[1];
+  constexpr int64_t kBlock = 8;
   const int64_t num_blocks = (n + kBlock - 1) / kBlock;
   std::vector<double> partial(num_blocks, 0.0);
   parallel_for(num_blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const int64_t n0 = b * kBlock, count = std::min(kBlock, n - n0);
       double sum = 0;
-      for (int64_t m = 0; m < x.num_rows; ++m) {
-        const float* row = x.rows.data() + m * k;
+      for (int64_t m = 0; m < num_rows; ++m) {
+        const float* row = a + m * k;
         for (int64_t j = 0; j < count; ++j) {
           const double e = dot(row, d.data_as<float>() + (n0 + j) * k, k);
           sum += e * e;
@@ -107,24 +120,88 @@ double output_error(const ActivationRows& x, const Tensor& d) {
   return total;
 }
 
+// sum over n of d_n^T gram d_n: the same error as above with gram = x^T x, cheaper when x has
+// more rows than columns.
+double output_error(const std::vector<float>& gram, const Tensor& d) {
+  const int64_t n = d.shape()[0], k = d.shape()[1];
+  std::vector<double> partial(n, 0.0);
+  parallel_for(n, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = d.data_as<float>() + r * k;
+      double sum = 0;
+      for (int64_t i = 0; i < k; ++i) sum += static_cast<double>(row[i]) * dot(gram.data() + i * k, row, k);
+      partial[r] = sum;
+    }
+  });
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
+
+}  // namespace
+
+std::vector<float> gram_matrix(const ActivationRows& x) {
+  const int64_t k = x.num_cols;
+  std::vector<float> gram(k * k, 0.0f);
+  parallel_for(k, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* acc = gram.data() + i * k;
+      for (int64_t m = 0; m < x.num_rows; ++m) {
+        const float* row = x.rows.data() + m * k;
+        const float xi = row[i];
+        for (int64_t j = 0; j < k; ++j) acc[j] += xi * row[j];
+      }
+    }
+  });
+  return gram;
+}
+
+Tensor fake_quantize(const Tensor& w, int64_t group_size) {
+  const int64_t n = w.shape()[0], k = w.shape()[1];
+  check_weight(w, k, group_size, "fake_quantize");
+  Tensor out(cpu_allocator(), DType::kF32, {n, k});
+  parallel_for(n, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t g = 0; g < k; g += group_size)
+        fake_quantize_group(w.data_as<float>() + r * k + g, group_size, out.data_as<float>() + r * k + g);
+  });
+  return out;
+}
+
+OutputError::OutputError(const ActivationRows& x) : x_(x) {
+  if (x.num_rows > x.num_cols) gram_ = gram_matrix(x);
+}
+
+double OutputError::operator()(const Tensor& d) const {
+  BRISK_CHECK(d.dtype() == DType::kF32 && d.shape()[1] == x_.num_cols,
+              "output_error: {} does not match rows of width {}", d.view().describe(), x_.num_cols);
+  return gram_.empty() ? output_error(x_.rows.data(), x_.num_rows, d) : output_error(gram_, d);
+}
+
 ScaleSearchResult search_scales(const std::vector<const Tensor*>& weights, const ActivationRows& x,
                                 int64_t group_size) {
   BRISK_CHECK(!weights.empty() && x.num_rows > 0 && static_cast<int64_t>(x.mean_abs.size()) == x.num_cols,
               "search_scales: needs weights and calibration rows (got {} weights, {} rows)", weights.size(),
               x.num_rows);
   for (const Tensor* w : weights) check_weight(*w, x.num_cols, group_size, "search_scales");
+  const OutputError error(x);
+  const std::vector<float> w_mean = weight_mean(weights, group_size);
   ScaleSearchResult best;
   best.loss = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < kAwqGridPoints; ++i) {
-    const float alpha = static_cast<float>(i) / kAwqGridPoints;
-    std::vector<float> s = i == 0 ? std::vector<float>(x.num_cols, 1.0f) : scales_for(x.mean_abs, alpha);
-    double loss = 0;
-    for (const Tensor* w : weights) loss += scaled_error(*w, s, x, group_size);
-    if (i == 0) best.rtn_loss = loss;
-    if (loss < best.loss) {
-      best.loss = loss;
-      best.alpha = alpha;
-      best.scales = std::move(s);
+  for (bool duo : {false, true}) {
+    for (int i = duo ? 1 : 0; i < kAwqGridPoints; ++i) {
+      const float alpha = static_cast<float>(i) / kAwqGridPoints;
+      std::vector<float> s =
+          i == 0 ? std::vector<float>(x.num_cols, 1.0f) : scales_for(x.mean_abs, duo ? &w_mean : nullptr, alpha);
+      double loss = 0;
+      for (const Tensor* w : weights) loss += scaled_error(*w, s, error, group_size);
+      if (i == 0) best.rtn_loss = loss;
+      if (loss < best.loss) {
+        best.loss = loss;
+        best.alpha = alpha;
+        best.duo = duo;
+        best.scales = std::move(s);
+      }
     }
   }
   return best;

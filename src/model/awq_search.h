@@ -5,7 +5,9 @@
 // Quantizing W * diag(s) and feeding it x / s computes x * W^T exactly before quantization; after
 // it, channels with large activations get finer steps. s = mean|x|^alpha / sqrt(max * min) of
 // that, alpha on a grid over [0, 1) (alpha 0: s = 1, plain round to nearest), and the search
-// keeps the alpha of the lowest squared error of the group's outputs on calibration rows. The
+// keeps the alpha of the lowest squared error of the group's outputs on calibration rows. A
+// second grid tries AutoAWQ's "duo" scales mean|x|^alpha / w_mean^(1 - alpha) (w_mean: the mean
+// of |w| / max|w| of its quantization group, per input channel), and the better of both wins. The
 // quantizer (model/model_quantizer.cc) folds 1 / s into the op before the group.
 //
 // Quantization here is model/int4_weight.h's quantize_rtn exactly (asymmetric, f16 scales):
@@ -33,6 +35,7 @@ inline constexpr int kAwqGridPoints = 20;
 struct ScaleSearchResult {
   std::vector<float> scales;  // [in_features]; all 1 when alpha is 0
   float alpha = 0;
+  bool duo = false;     // the scales divide by w_mean^(1 - alpha) (AutoAWQ's duo scaling)
   double loss = 0;      // squared output error over the rows with the chosen scales
   double rtn_loss = 0;  // the same without scales (alpha 0)
 };
@@ -50,8 +53,20 @@ std::pair<double, double> search_clip(Tensor& weight, const ActivationRows& x, i
 // w (f32 [N, K]) quantized per group and dequantized, as f32 [N, K].
 Tensor fake_quantize(const Tensor& w, int64_t group_size);
 
-// sum over rows m and outputs n of (x_m . d_n)^2 for d f32 [N, K]: the squared output error of a
-// weight error d.
-double output_error(const ActivationRows& x, const Tensor& d);
+// The squared output error of a weight error d (f32 [N, K]) on the rows of x: the sum over rows m
+// and outputs n of (x_m . d_n)^2; through x's Gram matrix (made once) when x has more rows than
+// columns, which costs N * K^2 instead of N * K * rows. x must outlive this object.
+class OutputError {
+ public:
+  explicit OutputError(const ActivationRows& x);
+  double operator()(const Tensor& d) const;
+
+ private:
+  const ActivationRows& x_;
+  std::vector<float> gram_;  // [K, K] or empty
+};
+
+// x^T x, f32 [K, K].
+std::vector<float> gram_matrix(const ActivationRows& x);
 
 }  // namespace brisk

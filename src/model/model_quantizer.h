@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace brisk {
@@ -19,6 +20,9 @@ namespace brisk {
 class Backend;
 
 struct QuantizeOptions {
+  QuantizeOptions() = default;
+  QuantizeOptions(std::string method_, int64_t group_size_) : method(std::move(method_)), group_size(group_size_) {}
+
   std::string method = "rtn";  // "rtn": round to nearest per group; "awq": activation-aware
   int64_t group_size = 128;
   // awq only:
