@@ -44,41 +44,14 @@ void check_weight(const Tensor& w, int64_t k, int64_t group_size, const char* wh
               what, k, group_size);
 }
 
-// The scales of one alpha: mean_abs^alpha (divided by w_mean^(1 - alpha) when w_mean is given:
-// AutoAWQ's "duo" scaling), at least 1e-4, divided by sqrt(max * min).
-std::vector<float> scales_for(const std::vector<float>& mean_abs, const std::vector<float>* w_mean, float alpha) {
+// The scales of one alpha: mean_abs^alpha (at least 1e-4), divided by sqrt(max * min).
+std::vector<float> scales_for(const std::vector<float>& mean_abs, float alpha) {
   std::vector<float> s(mean_abs.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    float v = std::pow(std::max(mean_abs[i], 0.0f), alpha);
-    if (w_mean != nullptr) v /= std::pow((*w_mean)[i], 1.0f - alpha) + 1e-4f;
-    s[i] = std::max(v, 1e-4f);
-  }
+  for (size_t i = 0; i < s.size(); ++i) s[i] = std::max(std::pow(std::max(mean_abs[i], 0.0f), alpha), 1e-4f);
   const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
   const float norm = std::sqrt(*lo * *hi);
   for (float& v : s) v /= norm;
   return s;
-}
-
-// Per input channel, the mean over all rows of the weights of |w| / max |w| of its quantization group.
-std::vector<float> weight_mean(const std::vector<const Tensor*>& weights, int64_t group_size) {
-  const int64_t k = weights.front()->shape()[1];
-  std::vector<double> sum(k, 0.0);
-  int64_t num_rows = 0;
-  for (const Tensor* w : weights) {
-    const int64_t n = w->shape()[0];
-    for (int64_t r = 0; r < n; ++r) {
-      const float* row = w->data_as<float>() + r * k;
-      for (int64_t g = 0; g < k; g += group_size) {
-        float group_max = 0;
-        for (int64_t i = g; i < g + group_size; ++i) group_max = std::max(group_max, std::fabs(row[i]));
-        for (int64_t i = g; i < g + group_size; ++i) sum[i] += std::fabs(row[i]) / (group_max + 1e-6f);
-      }
-    }
-    num_rows += n;
-  }
-  std::vector<float> mean(k);
-  for (int64_t i = 0; i < k; ++i) mean[i] = static_cast<float>(sum[i] / static_cast<double>(num_rows));
-  return mean;
 }
 
 // Output error of w quantized with scales s: (Q(w * s) / s - w) against x.
@@ -142,14 +115,18 @@ double output_error(const std::vector<float>& gram, const Tensor& d) {
 
 std::vector<float> gram_matrix(const ActivationRows& x) {
   const int64_t k = x.num_cols;
+  constexpr int64_t kBlock = 8;  // rows of the result per task: they stay in cache while x streams by
   std::vector<float> gram(k * k, 0.0f);
-  parallel_for(k, 8, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float* acc = gram.data() + i * k;
+  parallel_for((k + kBlock - 1) / kBlock, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t i0 = b * kBlock, count = std::min(kBlock, k - i0);
       for (int64_t m = 0; m < x.num_rows; ++m) {
         const float* row = x.rows.data() + m * k;
-        const float xi = row[i];
-        for (int64_t j = 0; j < k; ++j) acc[j] += xi * row[j];
+        for (int64_t i = i0; i < i0 + count; ++i) {
+          float* acc = gram.data() + i * k;
+          const float xi = row[i];
+          for (int64_t j = 0; j < k; ++j) acc[j] += xi * row[j];
+        }
       }
     }
   });
@@ -185,23 +162,18 @@ ScaleSearchResult search_scales(const std::vector<const Tensor*>& weights, const
               x.num_rows);
   for (const Tensor* w : weights) check_weight(*w, x.num_cols, group_size, "search_scales");
   const OutputError error(x);
-  const std::vector<float> w_mean = weight_mean(weights, group_size);
   ScaleSearchResult best;
   best.loss = std::numeric_limits<double>::infinity();
-  for (bool duo : {false, true}) {
-    for (int i = duo ? 1 : 0; i < kAwqGridPoints; ++i) {
-      const float alpha = static_cast<float>(i) / kAwqGridPoints;
-      std::vector<float> s =
-          i == 0 ? std::vector<float>(x.num_cols, 1.0f) : scales_for(x.mean_abs, duo ? &w_mean : nullptr, alpha);
-      double loss = 0;
-      for (const Tensor* w : weights) loss += scaled_error(*w, s, error, group_size);
-      if (i == 0) best.rtn_loss = loss;
-      if (loss < best.loss) {
-        best.loss = loss;
-        best.alpha = alpha;
-        best.duo = duo;
-        best.scales = std::move(s);
-      }
+  for (int i = 0; i < kAwqGridPoints; ++i) {
+    const float alpha = static_cast<float>(i) / kAwqGridPoints;
+    std::vector<float> s = i == 0 ? std::vector<float>(x.num_cols, 1.0f) : scales_for(x.mean_abs, alpha);
+    double loss = 0;
+    for (const Tensor* w : weights) loss += scaled_error(*w, s, error, group_size);
+    if (i == 0) best.rtn_loss = loss;
+    if (loss < best.loss) {
+      best.loss = loss;
+      best.alpha = alpha;
+      best.scales = std::move(s);
     }
   }
   return best;

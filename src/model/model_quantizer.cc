@@ -135,8 +135,8 @@ void search_awq(const ModelConfig& config, const Checkpoint& checkpoint, const A
       fold_scales(tensors, checkpoint, group, result.scales);
       rtn_loss += result.rtn_loss;
       awq_loss += result.loss;
-      spdlog::debug("AWQ {}: alpha {:.2f}{}, output error {:.4g} (round to nearest: {:.4g})", group.name,
-                    result.alpha, result.duo ? " (duo)" : "", result.loss, result.rtn_loss);
+      spdlog::debug("AWQ {}: alpha {:.2f}, output error {:.4g} (round to nearest: {:.4g})", group.name,
+                    result.alpha, result.loss, result.rtn_loss);
       if (!options.clip) continue;
       ActivationRows scaled = x;  // the group's inputs now arrive divided by the scales
       for (int64_t i = 0; i < static_cast<int64_t>(scaled.rows.size()); ++i)

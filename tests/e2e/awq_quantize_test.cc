@@ -234,7 +234,7 @@ TEST(AwqQuantize, BeatsRoundToNearestOnHeldOutText) {
   QuantizeOptions awq{"awq", 128};
   awq.calibration = calibration_samples(calibration, 8, 256, "austen.txt");
   awq.backend = backend.get();
-  awq.max_rows_per_input = 512;
+  awq.max_rows_per_input = 256;
   quantize_model(tiny_austen(), tmp / "awq", awq);
 
   auto dense = LlamaModel::load(tiny_austen(), *backend);
@@ -245,8 +245,8 @@ TEST(AwqQuantize, BeatsRoundToNearestOnHeldOutText) {
   std::printf("held-out perplexity: dense %.3f, rtn %.3f, awq %.3f; logit mse: rtn %.5f, awq %.5f\n",
               dense_c.perplexity, rtn_c.perplexity, awq_c.perplexity, rtn_c.logit_mse, awq_c.logit_mse);
   // tiny-austen's activations have mild outliers, so AWQ's gain is modest (measured: logit error
-  // 0.0200 vs 0.0209, perplexity +0.23 vs +0.27 over the dense 38.0); a search that changed
-  // nothing would give equal numbers and fail.
+  // 0.0201 vs 0.0209, perplexity 50.86 vs 51.19, dense 50.92); a search that changed nothing
+  // would give equal numbers and fail.
   EXPECT_LT(awq_c.logit_mse, 0.98 * rtn_c.logit_mse);
   EXPECT_LT(awq_c.perplexity, rtn_c.perplexity);
 }

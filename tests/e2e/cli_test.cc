@@ -147,11 +147,11 @@ TEST(Cli, QuantizeAwqWritesAFolderThatGenerates) {
   const fs::path tiny = testing::test_data_dir().parent_path().parent_path() / "models" / "tiny-austen";
   fs::path out = testing::make_temp_dir("brisk-quantize-awq") / "awq";
   const std::string base = "quantize --model " + tiny.string() + " --out " + out.string() + " --method awq ";
-  RunResult r = run_brisk(base + "--group-size 64 --calib-samples 4 --calib-seq-len 64");
+  RunResult r = run_brisk(base + "--group-size 128 --calib-samples 2 --calib-seq-len 64");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto config = nlohmann::json::parse(testing::read_file(out / "config.json"));
   EXPECT_EQ(config["quantization_config"]["quant_method"], "awq");
-  EXPECT_EQ(config["quantization_config"]["group_size"], 64);
+  EXPECT_EQ(config["quantization_config"]["group_size"], 128);
   EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
   RunResult g = run_brisk("generate --model " + out.string() + " --prompt 'It is a truth' --max-tokens 8 --ignore-eos --json");
   ASSERT_EQ(g.exit_code, 0) << g.out;
