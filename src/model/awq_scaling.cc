@@ -1,5 +1,8 @@
 #include "model/awq_scaling.h"
 
+#include <cmath>
+
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/host_convert.h"
 
@@ -71,6 +74,28 @@ std::vector<ScalingGroup> scaling_groups(const ModelConfig& config, int64_t laye
   const std::string prefix = "model.layers." + std::to_string(layer) + ".";
   return config.architecture == Architecture::kInternLM2 ? internlm2_groups(config, prefix)
                                                          : llama_groups(config, prefix);
+}
+
+void make_scales_foldable(std::vector<float>& scales, DenseTensors& tensors, const Checkpoint& checkpoint,
+                          const ScalingGroup& group) {
+  // The entries stored unquantized: a 1-D prev (a norm weight), else the biases of prev's rows
+  // (a quantized prev's rows need no care). Only one of them can be matched; AWQ groups have one.
+  std::string name = checkpoint.tensor(group.prev).rank() == 1 ? group.prev : "";
+  if (name.empty() && !group.prev_biases.empty()) name = group.prev_biases.front();
+  if (name.empty()) return;
+  const DType dtype = checkpoint.tensor(name).dtype();
+  if (dtype == DType::kF32) return;
+  const Tensor& t = dense_f32(tensors, checkpoint, name);
+  int64_t channel = 0;
+  for (const RowBlock& block : group.prev_rows) {
+    for (int64_t r = block.begin; r < block.begin + block.count && channel < static_cast<int64_t>(scales.size());
+         ++r, ++channel) {
+      const float w = t.data_as<float>()[r];
+      const float stored = dtype == DType::kBF16 ? bf16_to_float(float_to_bf16(w / scales[channel]))
+                                                 : half_to_float(float_to_half(w / scales[channel]));
+      if (w != 0.0f && stored != 0.0f && std::isfinite(stored)) scales[channel] = w / stored;
+    }
+  }
 }
 
 void fold_scales(DenseTensors& tensors, const Checkpoint& checkpoint, const ScalingGroup& group,

@@ -49,6 +49,13 @@ struct ScalingGroup {
 
 std::vector<ScalingGroup> scaling_groups(const ModelConfig& config, int64_t layer);
 
+// Moves each scale by at most a rounding step so that the entries fold_scales divides and that the
+// written checkpoint stores unquantized (an RMSNorm weight, or the biases of prev) are exactly
+// representable in their checkpoint dtype after the division: s = w / round(w / s). Folding then
+// keeps the model's function exactly (up to f32 rounding) in bf16 and f16 checkpoints too.
+void make_scales_foldable(std::vector<float>& scales, DenseTensors& tensors, const Checkpoint& checkpoint,
+                          const ScalingGroup& group);
+
 // Multiplies the group's linear layers' columns by scales and divides prev's rows by them.
 void fold_scales(DenseTensors& tensors, const Checkpoint& checkpoint, const ScalingGroup& group,
                  const std::vector<float>& scales);

@@ -131,7 +131,8 @@ void search_awq(const ModelConfig& config, const Checkpoint& checkpoint, const A
       BRISK_CHECK(x.num_rows > 0, "quantize: no calibration rows reached {}", group.name);
       std::vector<const Tensor*> weights;
       for (const GroupLinear& linear : group.linears) weights.push_back(&dense_f32(tensors, checkpoint, linear.weight));
-      const ScaleSearchResult result = search_scales(weights, x, options.group_size);
+      ScaleSearchResult result = search_scales(weights, x, options.group_size);
+      make_scales_foldable(result.scales, tensors, checkpoint, group);
       fold_scales(tensors, checkpoint, group, result.scales);
       rtn_loss += result.rtn_loss;
       awq_loss += result.loss;

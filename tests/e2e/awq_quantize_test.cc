@@ -48,13 +48,25 @@ std::vector<float> prefill_logits(LlamaModel& model, Backend& backend, const std
   return std::vector<float>(logits.data_as<float>(), logits.data_as<float>() + logits.view().num_elements());
 }
 
-// Writes a copy of a dense folder whose tensors in `changed` are replaced (f32).
+// Writes a copy of a dense folder whose tensors in `changed` are replaced: linear weights in f32
+// (the quantizer quantizes them), 1-D tensors (norms, biases) in their checkpoint dtype, as the
+// quantizer writes them.
 void write_folder(const fs::path& src, const fs::path& out, const Checkpoint& checkpoint, const DenseTensors& changed) {
   fs::create_directories(out);
   std::vector<SafetensorsWriteEntry> entries;
+  std::vector<Tensor> keep;
+  keep.reserve(changed.size());
   for (const std::string& name : checkpoint.tensor_names()) {
     auto it = changed.find(name);
-    entries.push_back({name, it == changed.end() ? checkpoint.tensor(name) : it->second.view()});
+    if (it == changed.end()) {
+      entries.push_back({name, checkpoint.tensor(name)});
+    } else if (it->second.shape().rank() == 2) {
+      entries.push_back({name, it->second.view()});
+    } else {
+      keep.emplace_back(cpu_allocator(), checkpoint.tensor(name).dtype(), it->second.shape());
+      convert_on_host(keep.back(), it->second);
+      entries.push_back({name, keep.back()});
+    }
   }
   write_safetensors(out / "model.safetensors", entries);
   for (const char* file : {"config.json", "generation_config.json"}) fs::copy_file(src / file, out / file);
@@ -63,7 +75,7 @@ void write_folder(const fs::path& src, const fs::path& out, const Checkpoint& ch
 class AwqFolding : public ::testing::TestWithParam<const char*> {};
 
 // Random scales in [0.5, 2] folded into every scaling group of every layer: the model's logits
-// stay those of the original (f32 rounding only).
+// stay those of the original (f32 rounding only), norms and biases stored in bf16 included.
 TEST_P(AwqFolding, RandomScalesKeepTheLogits) {
   const fs::path src = testing::test_data_dir() / "models" / GetParam();
   const ModelConfig config = ModelConfig::from_file(src / "config.json");
@@ -78,6 +90,7 @@ TEST_P(AwqFolding, RandomScalesKeepTheLogits) {
       const int64_t k = dense_f32(changed, checkpoint, group.linears[0].weight).shape()[1];
       std::vector<float> scales(k);
       for (float& s : scales) s = std::exp2(log2_scale(rng));
+      make_scales_foldable(scales, changed, checkpoint, group);
       fold_scales(changed, checkpoint, group, scales);
       ++num_groups;
       has_o_group |= group.input == LinearInput::kOProj;
