@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <map>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "core/host_convert.h"
@@ -76,8 +79,8 @@ class AwqFolding : public ::testing::TestWithParam<const char*> {};
 
 // Random scales in [0.5, 2] folded into every scaling group of every layer: the model's logits
 // stay those of the original (f32 rounding only), norms and biases stored in bf16 included.
-TEST_P(AwqFolding, RandomScalesKeepTheLogits) {
-  const fs::path src = testing::test_data_dir() / "models" / GetParam();
+void expect_folding_keeps_logits(const fs::path& src) {
+  const std::string label = src.filename().string();
   const ModelConfig config = ModelConfig::from_file(src / "config.json");
   const Checkpoint checkpoint = Checkpoint::open(src);
   DenseTensors changed;
@@ -98,7 +101,7 @@ TEST_P(AwqFolding, RandomScalesKeepTheLogits) {
   }
   EXPECT_EQ(num_groups, config.num_layers * (config.num_heads == config.num_kv_heads ? 4 : 3));
   EXPECT_EQ(has_o_group, config.num_heads == config.num_kv_heads);
-  const fs::path out = testing::make_temp_dir("awq-fold") / GetParam();
+  const fs::path out = testing::make_temp_dir("awq-fold") / label;
   write_folder(src, out, checkpoint, changed);
 
   auto backend = make_cpu_backend();
@@ -114,13 +117,68 @@ TEST_P(AwqFolding, RandomScalesKeepTheLogits) {
     worst = std::max(worst, std::fabs(a[i] - b[i]));
     largest = std::max(largest, std::fabs(a[i]));
   }
-  EXPECT_LT(worst, 2e-4f * std::max(largest, 1.0f)) << GetParam() << ": largest logit " << largest;
+  EXPECT_LT(worst, 2e-4f * std::max(largest, 1.0f)) << label << ": largest logit " << largest;
   // The folded weights really differ (scales of up to 2x).
   const ScalingGroup first = scaling_groups(config, 0)[0];
   const TensorView original_w = checkpoint.tensor(first.linears[0].weight);
   Tensor original_f32(cpu_allocator(), DType::kF32, original_w.shape());
   convert_on_host(original_f32, original_w);
   EXPECT_NE(original_f32.data_as<float>()[0], changed.at(first.linears[0].weight).data_as<float>()[0]);
+}
+
+TEST_P(AwqFolding, RandomScalesKeepTheLogits) { expect_folding_keeps_logits(testing::test_data_dir() / "models" / GetParam()); }
+
+// A multi-head-attention variant of a test model (num_key_value_heads = num_attention_heads, q/k/v
+// biases on), random f32 weights: o's group folds into the v rows and v biases (InternLM2: rows
+// of the fused wqkv).
+fs::path make_mha_variant(const std::string& name) {
+  const fs::path src = testing::test_data_dir() / "models" / name;
+  nlohmann::json config = nlohmann::json::parse(testing::read_file(src / "config.json"));
+  const int64_t num_heads = config["num_attention_heads"], hidden = config["hidden_size"];
+  const int64_t head_dim = config.contains("head_dim") ? config["head_dim"].get<int64_t>() : hidden / num_heads;
+  const bool internlm2 = config["model_type"] == "internlm2";
+  config["num_key_value_heads"] = num_heads;
+  if (internlm2) config["bias"] = true;
+  const fs::path out = testing::make_temp_dir("awq-mha") / (name + "-mha");
+  fs::create_directories(out);
+  testing::write_file(out / "config.json", config.dump(2));
+  const Checkpoint checkpoint = Checkpoint::open(src);
+  std::map<std::string, Shape> shapes;
+  for (const std::string& t : checkpoint.tensor_names()) {
+    Shape shape = checkpoint.tensor(t).shape();
+    const bool kv = t.find("k_proj") != std::string::npos || t.find("v_proj") != std::string::npos;
+    if (kv) shape = shape.rank() == 2 ? Shape{num_heads * head_dim, hidden} : Shape{num_heads * head_dim};
+    if (t.find("wqkv.weight") != std::string::npos) {
+      shape = Shape{3 * num_heads * head_dim, hidden};
+      shapes[t.substr(0, t.size() - 6) + "bias"] = Shape{3 * num_heads * head_dim};
+    }
+    shapes[t] = shape;
+  }
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<Tensor> tensors;
+  std::vector<SafetensorsWriteEntry> entries;
+  tensors.reserve(shapes.size());
+  for (const auto& [t, shape] : shapes) {
+    tensors.emplace_back(cpu_allocator(), DType::kF32, shape);
+    const bool norm = shape.rank() == 1 && t.find("bias") == std::string::npos;
+    for (int64_t i = 0; i < shape.num_elements(); ++i)
+      tensors.back().data_as<float>()[i] = norm ? 1.0f + 0.2f * normal(rng) : 0.1f * normal(rng);
+    entries.push_back({t, tensors.back()});
+  }
+  write_safetensors(out / "model.safetensors", entries);
+  fs::copy_file(src / "generation_config.json", out / "generation_config.json");
+  return out;
+}
+
+TEST(AwqFoldingMha, OScalesFoldIntoVRowsAndBiases) {
+  for (const char* name : {"qwen2-gqa2-hd64-bias-tied-bf16", "internlm2-gqa2-hd32-bf16"}) {
+    const fs::path dir = make_mha_variant(name);
+    const ModelConfig config = ModelConfig::from_file(dir / "config.json");
+    ASSERT_EQ(config.num_heads, config.num_kv_heads) << name;
+    ASSERT_TRUE(config.attention_bias) << name;
+    expect_folding_keeps_logits(dir);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, AwqFolding,
