@@ -320,6 +320,15 @@ TEST(AwqQuantize, BeatsRoundToNearestOnHeldOutText) {
   // would give equal numbers and fail.
   EXPECT_LT(awq_c.logit_mse, 0.98 * rtn_c.logit_mse);
   EXPECT_LT(awq_c.perplexity, rtn_c.perplexity);
+
+  // The AutoAWQ packing of the folder unpacks consistently: its int4 forward (repacked for
+  // gemm_w4a16) equals the forward of its dequantized weights exactly.
+  ModelLoadOptions dequantized;
+  dequantized.dequantize_int4 = true;
+  auto int4 = LlamaModel::load(tmp / "awq", *backend);
+  auto reference = LlamaModel::load(tmp / "awq", *backend, dequantized);
+  const std::vector<int32_t> prompt(held_out.begin(), held_out.begin() + 48);
+  EXPECT_EQ(prefill_logits(*int4, *backend, prompt), prefill_logits(*reference, *backend, prompt));
 }
 
 TEST(AwqQuantize, ClearErrors) {
