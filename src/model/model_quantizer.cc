@@ -1,6 +1,7 @@
 #include "model/model_quantizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <numeric>
 #include <set>
@@ -129,6 +130,8 @@ void search_awq(const ModelConfig& config, const Checkpoint& checkpoint, const A
     for (const ScalingGroup& group : scaling_groups(config, layer)) {
       const ActivationRows& x = sampler.rows(layer, group.input);
       BRISK_CHECK(x.num_rows > 0, "quantize: no calibration rows reached {}", group.name);
+      BRISK_CHECK(std::all_of(x.mean_abs.begin(), x.mean_abs.end(), [](float v) { return std::isfinite(v); }),
+                  "quantize: the dense model's activations at {} are not finite on the calibration text", group.name);
       std::vector<const Tensor*> weights;
       for (const GroupLinear& linear : group.linears) weights.push_back(&dense_f32(tensors, checkpoint, linear.weight));
       ScaleSearchResult result = search_scales(weights, x, options.group_size);
@@ -145,6 +148,7 @@ void search_awq(const ModelConfig& config, const Checkpoint& checkpoint, const A
       for (const GroupLinear& linear : group.linears)
         clip_rows(tensors.at(linear.weight), linear.clip_rows, scaled, options.group_size);
     }
+    spdlog::info("AWQ search: layer {} of {} done", layer + 1, config.num_layers);
   }
   spdlog::info("AWQ scales: output error on the calibration rows is {:.3f} of round to nearest's",
                rtn_loss > 0 ? awq_loss / rtn_loss : 1.0);
