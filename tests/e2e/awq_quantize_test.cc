@@ -331,6 +331,48 @@ TEST(AwqQuantize, BeatsRoundToNearestOnHeldOutText) {
   EXPECT_EQ(prefill_logits(*int4, *backend, prompt), prefill_logits(*reference, *backend, prompt));
 }
 
+// AWQ through every architecture's checkpoint layout (random calibration tokens: the test models
+// have no tokenizer): the folder loads, its int4 forward equals its dequantized one, and its
+// logits stay near the dense model's.
+TEST(AwqQuantize, EveryArchitectureQuantizes) {
+  auto backend = make_cpu_backend();
+  for (const char* name : {"llama-gqa2-hd32-bf16", "llama-mha-hd128-linearrope-f32", "mistral-gqa2-hd64-window16-bf16",
+                           "qwen2-gqa2-hd64-bias-tied-bf16", "qwen3-gqa4-hd128-qknorm-bf16", "internlm2-gqa2-hd32-bf16"}) {
+    const fs::path src = testing::test_data_dir() / "models" / name;
+    const ModelConfig config = ModelConfig::from_file(src / "config.json");
+    QuantizeOptions options{"awq", 32};
+    std::mt19937 rng(1);
+    for (int s = 0; s < 4; ++s) {
+      std::vector<int32_t> sample(32);
+      for (int32_t& id : sample) id = static_cast<int32_t>(rng() % config.vocab_size);
+      options.calibration.push_back(sample);
+    }
+    options.backend = backend.get();
+    const fs::path out = testing::make_temp_dir("awq-arch") / name;
+    quantize_model(src, out, options);
+    ModelLoadOptions dequantized;
+    dequantized.dequantize_int4 = true;
+    auto int4 = LlamaModel::load(out, *backend);
+    auto reference = LlamaModel::load(out, *backend, dequantized);
+    auto dense = LlamaModel::load(src, *backend);
+    const std::vector<int32_t>& prompt = options.calibration[0];
+    const std::vector<float> a = prefill_logits(*int4, *backend, prompt);
+    EXPECT_EQ(a, prefill_logits(*reference, *backend, prompt)) << name;
+    const std::vector<float> b = prefill_logits(*dense, *backend, prompt);
+    quantize_model(src, out.parent_path() / (std::string(name) + "-rtn"), QuantizeOptions("rtn", 32));
+    auto rtn = LlamaModel::load(out.parent_path() / (std::string(name) + "-rtn"), *backend);
+    const std::vector<float> c = prefill_logits(*rtn, *backend, prompt);
+    double awq_error = 0, rtn_error = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      awq_error += std::pow(a[i] - b[i], 2);
+      rtn_error += std::pow(c[i] - b[i], 2);
+    }
+    std::printf("%s: logit error awq %.4g rtn %.4g\n", name, awq_error, rtn_error);
+    EXPECT_GT(awq_error, 0.0) << name;
+    EXPECT_LT(awq_error, 1.5 * rtn_error) << name;  // random weights: no real outliers to protect
+  }
+}
+
 TEST(AwqQuantize, ClearErrors) {
   const std::vector<int32_t> tokens(1000, 5);
   testing::expect_error([&] { calibration_samples(tokens, 4, 512, "short.txt"); }, ErrorCode::kInvalidArgument,
