@@ -80,6 +80,7 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   const int nh = static_cast<int>(config_.num_heads), nkv = static_cast<int>(config_.num_kv_heads);
   const int hd = static_cast<int>(config_.head_dim);
   Tensor qkv = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh + 2 * nkv) * hd});
+  observe(layer, LinearInput::kQkv, normed);
   run_linear(backend_, normed, w.qkv, w.qkv_bias, qkv);
 
   RopeKvAppendParams rope;
@@ -114,6 +115,7 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   a.max_query_len = batch.max_query_len;
   a.max_context_len = batch.max_context_len;
   backend_.attention(a);
+  observe(layer, LinearInput::kOProj, attn);
   run_linear(backend_, attn, w.o_proj, {}, out);
 }
 
@@ -121,9 +123,11 @@ void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t num_tokens = normed.size(0);
   Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * config_.intermediate_size});
+  observe(layer, LinearInput::kGateUp, normed);
   run_linear(backend_, normed, w.gate_up, {}, gate_up);
   Tensor act = empty(activation_dtype_, {num_tokens, config_.intermediate_size});
   backend_.silu_mul({gate_up, act});
+  observe(layer, LinearInput::kDown, act);
   run_linear(backend_, act, w.down, {}, out);
 }
 

@@ -14,6 +14,19 @@
 
 namespace brisk {
 
+// Sees the input rows of the decoder's linear layers during forward (AWQ calibration). Inputs
+// shared by several checkpoint layers are seen once: kQkv (q/k/v after the attention norm),
+// kOProj (the attention output), kGateUp (gate/up after the MLP norm), kDown (SiLU(gate) * up).
+enum class LinearInput { kQkv, kOProj, kGateUp, kDown };
+inline constexpr int kNumLinearInputs = 4;
+
+class LinearObserver {
+ public:
+  virtual ~LinearObserver() = default;
+  // x: [num_tokens, in_features] in the backend's memory, valid during the call only.
+  virtual void observe(int64_t layer, LinearInput input, TensorView x) = 0;
+};
+
 struct ModelLoadOptions {
   bool dummy_weights = false;  // random weights from config.json alone
   uint64_t dummy_seed = 0;
@@ -42,12 +55,18 @@ class LlamaModel {
   // Runs one step: appends the batch's K/V to the cache and writes the logits of the tokens
   // named by batch.logits_indices into `logits` ([num_logits, vocab] f32).
   void forward(const ForwardBatch& batch, KvCache& kv_cache, TensorView logits);
+  // Calls observer->observe with the input of every linear layer in later forwards; null (the
+  // default) calls nothing. The observer must outlive its use.
+  void set_linear_observer(LinearObserver* observer) { observer_ = observer; }
 
  private:
   void attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,
                        TensorView out);
   void mlp_block(int64_t layer, TensorView normed, TensorView out);
   Tensor empty(DType dtype, Shape shape) { return Tensor(backend_.allocator(), dtype, shape); }
+  void observe(int64_t layer, LinearInput input, TensorView x) {
+    if (observer_ != nullptr) observer_->observe(layer, input, x);
+  }
 
   ModelConfig config_;
   GenerationConfig generation_config_;
@@ -56,6 +75,7 @@ class LlamaModel {
   int64_t max_model_len_;
   DType activation_dtype_;
   Tensor rope_table_;  // [max_model_len, head_dim] f32, in the backend's memory
+  LinearObserver* observer_ = nullptr;
 };
 
 }  // namespace brisk

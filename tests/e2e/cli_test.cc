@@ -118,7 +118,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"generate --model MODEL --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
         BadCase{"generate --model MODEL --prompt-ids 1 --max-tokens 0", "max_tokens must be at least 1"},
         BadCase{"generate --model MODEL --prompt-ids 1 --backend tpu", "unknown backend 'tpu'"},
-        BadCase{"quantize --model MODEL --out /tmp/brisk-unused --method awq", "awq (activation-aware scale search) is not implemented yet"},
+        BadCase{"quantize --model MODEL --out /tmp/brisk-unused --method awq",
+                "tokenizes the calibration text with the model's tokenizer"},
         BadCase{"quantize --model MODEL --out /tmp/brisk-unused --group-size 128",
                 "needs in_features to be a multiple of the group size 128"}));
 
@@ -138,6 +139,34 @@ TEST(Cli, QuantizeRtnWritesAnAwqFolderThatRuns) {
   RunResult again = run_brisk("quantize --model " + model_dir(kModel).string() + " --out " + out.string());
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.out.find("already holds a model"), std::string::npos) << again.out;
+}
+
+// `brisk quantize --method awq` on the trained default model: the folder loads and generates;
+// a calibration text too short for the samples asked and bad options are clear errors.
+TEST(Cli, QuantizeAwqWritesAFolderThatGenerates) {
+  const fs::path tiny = testing::test_data_dir().parent_path().parent_path() / "models" / "tiny-austen";
+  fs::path out = testing::make_temp_dir("brisk-quantize-awq") / "awq";
+  const std::string base = "quantize --model " + tiny.string() + " --out " + out.string() + " --method awq ";
+  RunResult r = run_brisk(base + "--group-size 128 --calib-samples 2 --calib-seq-len 64");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto config = nlohmann::json::parse(testing::read_file(out / "config.json"));
+  EXPECT_EQ(config["quantization_config"]["quant_method"], "awq");
+  EXPECT_EQ(config["quantization_config"]["group_size"], 128);
+  EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
+  RunResult g = run_brisk("generate --model " + out.string() + " --prompt 'It is a truth' --max-tokens 8 --ignore-eos --json");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["token_ids"].size(), 8u) << g.out;
+
+  fs::path other = out.parent_path() / "other";
+  for (auto [args, message] : {std::pair<std::string, std::string>{"--calib-file /dev/null", "/dev/null is too short"},
+                               {"--calib-file /nonexistent.txt", "/nonexistent.txt"},
+                               {"--calib-samples 0", "--calib-samples (0) and --calib-seq-len (512) must be positive"},
+                               {"--calib-samples 100000", "too short"}}) {
+    RunResult bad = run_brisk("quantize --model " + tiny.string() + " --out " + other.string() + " --method awq " + args);
+    EXPECT_EQ(bad.exit_code, 1) << args << ": " << bad.out;
+    EXPECT_NE(bad.out.find(message), std::string::npos) << args << ": " << bad.out;
+    EXPECT_FALSE(fs::exists(other / "config.json")) << args;
+  }
 }
 
 // Model folders broken in the ways users meet: each error names the culprit.
