@@ -27,6 +27,7 @@
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
+#include "backend/cuda/kernels/prefill_attention/q_chunk.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda::prefill {
@@ -107,28 +108,8 @@ prefill_attention_kernel(const PrefillAttentionArgs a) {
   for (int e = tid; e < C::kRows * kChunks; e += kThreads) {
     const int r = e / kChunks;
     const int c = e % kChunks;
-    uint4 words = make_uint4(0, 0, 0, 0);
-    if (r < num_rows) {
-      const int64_t token = q_begin + (row0 + r) / group;
-      const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-      const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
-      if (a.q_vectorized && a.q_type == kKvType) {
-        words = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.q) + base);
-      } else {
-        float v[8];
-        if (a.q_vectorized) {
-          load8(a.q, a.q_type, base, v);
-        } else {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) v[j] = load_one(a.q, a.q_type, base + j);
-        }
-        uint32_t w[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          w[j] = float_to_bits(v[2 * j], kKvType) | (uint32_t{float_to_bits(v[2 * j + 1], kKvType)} << 16);
-        words = make_uint4(w[0], w[1], w[2], w[3]);
-      }
-    }
+    const uint4 words =
+        r < num_rows ? load_q_chunk<kKvType, kHeadDim>(a, q_begin, row0 + r, group, kv_head, c) : make_uint4(0, 0, 0, 0);
     *reinterpret_cast<uint4*>(q_s + swizzled<kChunks>(r, c)) = words;
   }
 

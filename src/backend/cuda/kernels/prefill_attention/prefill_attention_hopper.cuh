@@ -51,6 +51,7 @@
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
+#include "backend/cuda/kernels/prefill_attention/q_chunk.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda::prefill {
@@ -243,27 +244,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     for (int e = wg_tid; e < 64 * kChunks; e += 128) {
       const int r = wg_row0 + e / kChunks;
       const int c = e % kChunks;
-      uint4 words = make_uint4(0, 0, 0, 0);
-      if (r < num_rows) {
-        const int64_t token = q_begin + (row0 + r) / group;
-        const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-        const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
-        if (a.q_vectorized && a.q_type == kKvType) {
-          words = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.q) + base);
-        } else {
-          float v[8];
-          if (a.q_vectorized) {
-            load8(a.q, a.q_type, base, v);
-          } else {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) v[j] = load_one(a.q, a.q_type, base + j);
-          }
-          uint32_t packed[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) packed[j] = Kv::pack(v[2 * j], v[2 * j + 1]);
-          words = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-        }
-      }
+      const uint4 words =
+          r < num_rows ? load_q_chunk<kKvType, kHeadDim>(a, q_begin, row0 + r, group, kv_head, c) : make_uint4(0, 0, 0, 0);
       *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
     }
     hopper::fence_proxy_async();  // the q stores, before wgmma reads them

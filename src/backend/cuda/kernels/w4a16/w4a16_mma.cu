@@ -38,6 +38,7 @@
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
+#include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -83,14 +84,6 @@ struct Int4Math<FloatType::kF16> {
     return *reinterpret_cast<const uint32_t*>(&r);
   }
 };
-
-__device__ __forceinline__ uint4 load_streaming(const uint8_t* ptr) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr));
-  return v;
-}
 
 // Scales and zero points through the read-only path, as volatile asm so that the compiler keeps
 // them where they are issued (a step ahead, with the weights) instead of sinking them to their

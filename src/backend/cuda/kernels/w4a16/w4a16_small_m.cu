@@ -22,6 +22,7 @@
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
+#include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -36,15 +37,6 @@ constexpr int kThreads = 32 * kWarpsPerBlock;
 // accumulators of larger M in registers (kRows * kCols <= 32 so one lane writes each output).
 template <int kRows>
 constexpr int cols_for_rows() { return kRows <= 2 ? 4 : (kRows <= 8 ? 2 : 1); }
-
-// A 16-byte load that skips L1: weights are read exactly once.
-__device__ __forceinline__ uint4 load_streaming(const uint8_t* ptr) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr));
-  return v;
-}
 
 // The 8 nibbles of a word (nibble i = K offset i) as fp32 128 + q.
 __device__ __forceinline__ void decode8(uint32_t word, float (&f)[8]) {
