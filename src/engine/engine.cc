@@ -150,8 +150,17 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
     const uint64_t act_bytes = dtype_bytes(model_->activation_dtype(), 1);
     const uint64_t per_token = (4 * c.hidden_size + (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
                                 3 * c.intermediate_size) * act_bytes;
+    // int4 layers multiply prefill-sized batches through a dense copy of the weight in scratch
+    // (the CUDA backend's gemm_w4a16 past 64 rows): room for the largest one.
+    uint64_t int4_scratch = 0;
+    if (c.quantization.method != QuantMethod::kNone && !backend_->shares_host_memory()) {
+      const uint64_t hidden = c.hidden_size, inter = c.intermediate_size, attn = c.num_heads * c.head_dim;
+      const uint64_t qkv = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+      int4_scratch = std::max({qkv * hidden, attn * hidden, 2 * inter * hidden}) * act_bytes;
+    }
     const uint64_t workspace = 2 * (static_cast<uint64_t>(options.max_num_batched_tokens) * per_token +
-                                    static_cast<uint64_t>(options.max_num_seqs) * c.vocab_size * 8) + (1ull << 30);
+                                    static_cast<uint64_t>(options.max_num_seqs) * c.vocab_size * 8) +
+                               int4_scratch + (1ull << 30);
     const uint64_t free_bytes = backend_->free_memory_bytes();
     BRISK_CHECK(free_bytes > workspace, "only {:.2f} GiB free after loading the model; the step workspace needs "
                 "about {:.2f} GiB: lower --max-num-batched-tokens or --max-num-seqs", free_bytes / 1073741824.0,
