@@ -18,6 +18,7 @@
 
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -268,13 +269,7 @@ attention_kernel(AttentionArgs a, AttentionTiling tiling) {
 template <int kHeadDim>
 void launch_attention_head_dim(const AttentionArgs& a, cudaStream_t stream) {
   using Config = AttentionConfig<kHeadDim>;
-  static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
-  if (!shared_limit_raised) {
-    BRISK_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<kHeadDim>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(Config::kSharedBytes)));
-    shared_limit_raised = true;
-  }
+  allow_dynamic_shared_memory<attention_kernel<kHeadDim>>(static_cast<int>(Config::kSharedBytes));
   const AttentionTiling tiling = attention_tiling(a, Config::kRows);
   const dim3 grid(tiling.num_query_tiles, a.num_seqs,
                   a.num_kv_heads * tiling.num_head_chunks * a.num_splits);

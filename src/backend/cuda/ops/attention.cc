@@ -110,7 +110,7 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
       (int64_t{g.num_heads / g.num_kv_heads} * g.max_query_len + shape.rows() - 1) / shape.rows();
   BRISK_CHECK(row_tiles <= 65535, "attention: {} query tokens x group {} exceed the prefill kernel's grid",
               g.max_query_len, g.num_heads / g.num_kv_heads);
-  BRISK_CHECK(launch_prefill_attention(a, ctx.stream),
+  BRISK_CHECK(launch_prefill_attention(a, ctx.num_sms, ctx.stream),
               "attention: the prefill kernel table has no entry for kv dtype {} and head_dim {}",
               dtype_name(p.k_cache.dtype()), a.head_dim);
 }

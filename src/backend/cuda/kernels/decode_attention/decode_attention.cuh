@@ -29,6 +29,7 @@
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda::decode {
@@ -329,12 +330,7 @@ template <FloatType kKvType, int kHeadDim, int kWarps, int kStages, int kBlocksP
 void launch_decode_attention_instance(const DecodeAttentionArgs& a, cudaStream_t stream) {
   using Config = DecodeConfig<kHeadDim, kWarps, kStages, kBlocksPerSm>;
   constexpr auto kernel = decode_attention_kernel<kKvType, kHeadDim, Config>;
-  static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
-  if (!shared_limit_raised) {
-    BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          Config::kSharedBytes));
-    shared_limit_raised = true;
-  }
+  allow_dynamic_shared_memory<kernel>(Config::kSharedBytes);
   const dim3 grid(a.num_splits, a.num_kv_heads * a.num_row_chunks, a.num_seqs);
   launch_pdl(kernel, grid, Config::kThreads, Config::kSharedBytes, stream, a);
 }

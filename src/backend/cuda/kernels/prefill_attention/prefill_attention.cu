@@ -82,7 +82,7 @@ PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim) {
   return entry != nullptr ? entry->shape : PrefillKernelShape{};
 }
 
-bool launch_prefill_attention(const PrefillAttentionArgs& args, cudaStream_t stream) {
+bool launch_prefill_attention(const PrefillAttentionArgs& args, int num_sms, cudaStream_t stream) {
   const prefill::TableEntry* entry = prefill::find_entry(args.kv_type, args.head_dim);
   if (entry == nullptr) return false;
   if (args.num_tokens == 0 || args.num_seqs == 0 || args.max_query_len <= 0) return true;
@@ -92,7 +92,7 @@ bool launch_prefill_attention(const PrefillAttentionArgs& args, cudaStream_t str
   const std::optional<PrefillHopperVariant> choice = prefill::kernel_choice();
   // The Hopper kernel's items take num_row_tiles of the table's shape: the row counts must agree.
   if (choice && entry->shape.rows() == kPrefillHopperRows && prefill_attention_hopper_supports(a)) {
-    launch_prefill_attention_hopper(a, *choice, stream);
+    launch_prefill_attention_hopper(a, *choice, num_sms, stream);
     return true;
   }
   entry->launch(a, stream);

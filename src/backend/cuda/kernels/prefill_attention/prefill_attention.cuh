@@ -27,7 +27,8 @@
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
-#include "backend/cuda/kernels/prefill_attention/q_chunk.cuh"
+#include "backend/cuda/kernels/prefill_attention/query_rows.cuh"
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda::prefill {
@@ -290,20 +291,10 @@ prefill_attention_kernel(const PrefillAttentionArgs a) {
       const int r = warp_row0 + 16 * mt + g + 8 * h;
       if (r >= num_rows) continue;
       const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
-      const int64_t token = q_begin + (row0 + r) / group;
-      const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-      const int64_t index = token * a.out_stride + head * kHeadDim + 2 * t4;
+      const int64_t index = query_row_offset<kHeadDim>(a.out_stride, q_begin, row0 + r, group, kv_head) + 2 * t4;
 #pragma unroll
-      for (int n = 0; n < kDTiles; ++n) {
-        const float v0 = acc[mt][n][2 * h] * inv_sum;
-        const float v1 = acc[mt][n][2 * h + 1] * inv_sum;
-        if (pairs) {
-          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.out) + index + n * 8) = Kv::pack(v0, v1);
-        } else {
-          store_one(a.out, a.out_type, index + n * 8, v0);
-          store_one(a.out, a.out_type, index + n * 8 + 1, v1);
-        }
-      }
+      for (int n = 0; n < kDTiles; ++n)
+        store_out_pair<kKvType>(a, pairs, index + n * 8, acc[mt][n][2 * h] * inv_sum, acc[mt][n][2 * h + 1] * inv_sum);
     }
   }
 }
@@ -312,12 +303,7 @@ template <FloatType kKvType, int kHeadDim, int kMTiles, int kTileKeys, int kStag
 void launch_prefill_attention_instance(const PrefillAttentionArgs& a, cudaStream_t stream) {
   using Config = PrefillConfig<kHeadDim, kMTiles, kTileKeys, kStages, kBlocksPerSm>;
   constexpr auto kernel = prefill_attention_kernel<kKvType, Config>;
-  static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
-  if (!shared_limit_raised) {
-    BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          Config::kSharedBytes));
-    shared_limit_raised = true;
-  }
+  allow_dynamic_shared_memory<kernel>(Config::kSharedBytes);
   const dim3 grid(a.num_kv_heads, a.num_seqs, a.num_row_tiles);
   kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a);
   BRISK_CUDA_CHECK_LAUNCH();

@@ -49,8 +49,8 @@ PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim);
 // applies, else the mma.sync one of the table. BRISK_PREFILL_KERNEL (read once) picks another
 // for benchmarks and bisection: "mma" (the table's), "hopper-overlap", "hopper-serial"
 // (PrefillHopperVariant). Returns false, launching nothing, when neither has a kernel for
-// (kv_type, head_dim): the caller reports it.
-bool launch_prefill_attention(const PrefillAttentionArgs& a, cudaStream_t stream);
+// (kv_type, head_dim): the caller reports it. num_sms sizes the Hopper kernel's persistent grid.
+bool launch_prefill_attention(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream);
 
 // The Hopper kernel's share: bf16 / f16 KV, a positive scale, head_dim 64 and 128, block size
 // >= 8 (one TMA box per paged block), caches whose 2-d views have fewer than 2^31 rows, at most
@@ -63,7 +63,7 @@ constexpr int kPrefillHopperRows = 128;  // query rows per work item
 // softmax overlaps the other's MMAs), overlap (the same without the turns), serial (one tile at
 // a time). All compute the same thing.
 enum class PrefillHopperVariant { kPingPong, kOverlap, kSerial };
-void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant,
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms,
                                      cudaStream_t stream);
 
 }  // namespace brisk::cuda

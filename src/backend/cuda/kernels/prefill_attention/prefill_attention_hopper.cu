@@ -10,25 +10,26 @@ namespace prefill {
 namespace {
 
 template <FloatType kKvType, int kHeadDim, int kLoop>
-void launch_hopper(const PrefillAttentionArgs& a, cudaStream_t stream) {
+void launch_hopper(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream) {
   constexpr int kStages = kHeadDim == 128 ? 3 : 4;
   using Config = HopperConfig<kHeadDim, kStages>;
   HopperLaunchExtras extras;
   extras.box_rows_log2 = a.block_size_log2 < Config::kTileKeysLog2 ? a.block_size_log2 : Config::kTileKeysLog2;
   extras.oob_row = static_cast<int>(cache_tensor_rows(a));
   const CacheTensorMaps maps = make_cache_tensor_maps(a, 1 << extras.box_rows_log2);
-  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop>(a, maps.k, maps.v, extras, stream);
+  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop>(a, maps.k, maps.v, extras, num_sms,
+                                                                            stream);
 }
 
 template <FloatType kKvType, int kHeadDim>
-void launch_variant(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream) {
+void launch_variant(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms, cudaStream_t stream) {
   switch (variant) {
     case PrefillHopperVariant::kSerial:
-      return launch_hopper<kKvType, kHeadDim, kLoopSerial>(a, stream);
+      return launch_hopper<kKvType, kHeadDim, kLoopSerial>(a, num_sms, stream);
     case PrefillHopperVariant::kOverlap:
-      return launch_hopper<kKvType, kHeadDim, kLoopOverlap>(a, stream);
+      return launch_hopper<kKvType, kHeadDim, kLoopOverlap>(a, num_sms, stream);
     case PrefillHopperVariant::kPingPong:
-      return launch_hopper<kKvType, kHeadDim, kLoopPingPong>(a, stream);
+      return launch_hopper<kKvType, kHeadDim, kLoopPingPong>(a, num_sms, stream);
   }
 }
 
@@ -45,13 +46,16 @@ bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a) {
   return type_ok && scale_ok && shape_ok && rows_ok && items_ok && cache_tensor_maps_available();
 }
 
-void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, cudaStream_t stream) {
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms,
+                                     cudaStream_t stream) {
   using prefill::launch_variant;
   const bool bf16 = a.kv_type == FloatType::kBF16;
   if (a.head_dim == 128) {
-    bf16 ? launch_variant<FloatType::kBF16, 128>(a, variant, stream) : launch_variant<FloatType::kF16, 128>(a, variant, stream);
+    bf16 ? launch_variant<FloatType::kBF16, 128>(a, variant, num_sms, stream)
+         : launch_variant<FloatType::kF16, 128>(a, variant, num_sms, stream);
   } else {
-    bf16 ? launch_variant<FloatType::kBF16, 64>(a, variant, stream) : launch_variant<FloatType::kF16, 64>(a, variant, stream);
+    bf16 ? launch_variant<FloatType::kBF16, 64>(a, variant, num_sms, stream)
+         : launch_variant<FloatType::kF16, 64>(a, variant, num_sms, stream);
   }
 }
 

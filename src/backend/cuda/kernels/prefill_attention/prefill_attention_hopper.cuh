@@ -51,7 +51,8 @@
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
-#include "backend/cuda/kernels/prefill_attention/q_chunk.cuh"
+#include "backend/cuda/kernels/prefill_attention/query_rows.cuh"
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda::prefill {
@@ -444,20 +445,10 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       const int r = warp_row0 + g + 8 * h;
       if (r >= num_rows) continue;
       const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
-      const int64_t token = q_begin + (row0 + r) / group;
-      const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-      const int64_t index = token * a.out_stride + head * kHeadDim + 2 * t4;
+      const int64_t index = query_row_offset<kHeadDim>(a.out_stride, q_begin, row0 + r, group, kv_head) + 2 * t4;
 #pragma unroll
-      for (int n = 0; n < kOChunks; ++n) {
-        const float v0 = o[4 * n + 2 * h] * inv_sum;
-        const float v1 = o[4 * n + 2 * h + 1] * inv_sum;
-        if (pairs) {
-          *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(a.out) + index + n * 8) = Kv::pack(v0, v1);
-        } else {
-          store_one(a.out, a.out_type, index + n * 8, v0);
-          store_one(a.out, a.out_type, index + n * 8 + 1, v1);
-        }
-      }
+      for (int n = 0; n < kOChunks; ++n)
+        store_out_pair<kKvType>(a, pairs, index + n * 8, o[4 * n + 2 * h] * inv_sum, o[4 * n + 2 * h + 1] * inv_sum);
     }
   }
 }
@@ -465,21 +456,13 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 template <FloatType kKvType, int kHeadDim, int kStages, int kLoop>
 void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
                                               const CUtensorMap& v_map, const HopperLaunchExtras& extras,
-                                              cudaStream_t stream) {
+                                              int num_sms, cudaStream_t stream) {
   using Config = HopperConfig<kHeadDim, kStages>;
   constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop>;
-  static bool shared_limit_raised = false;  // once per instantiation; repeating it is harmless
-  if (!shared_limit_raised) {
-    BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          Config::kSharedBytes));
-    shared_limit_raised = true;
-  }
+  allow_dynamic_shared_memory<kernel>(Config::kSharedBytes);
   // Persistent: one block per SM (at most one per item) strides over the items.
-  int device = 0, sms = 0;
-  BRISK_CUDA_CHECK(cudaGetDevice(&device));
-  BRISK_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t items = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles;
-  const int grid = static_cast<int>(items < sms ? items : sms);
+  const int grid = static_cast<int>(items < num_sms ? items : num_sms);
   kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, extras);
   BRISK_CUDA_CHECK_LAUNCH();
 }
