@@ -230,10 +230,6 @@ void quantize_model(const fs::path& model_dir, const fs::path& out_dir, const Qu
                out_dir.string(), options.method, options.group_size);
 }
 
-}  // namespace brisk
-
-namespace brisk {
-
 std::vector<std::vector<int32_t>> calibration_samples(const std::vector<int32_t>& tokens, int64_t num_samples,
                                                       int64_t seq_len, const std::string& source) {
   if (num_samples <= 0 || seq_len <= 0)
