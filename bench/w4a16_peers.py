@@ -20,7 +20,7 @@ import statistics
 import sys
 
 LLAMA_SHAPES = [("gate_up", 28672, 4096), ("qkv", 6144, 4096), ("o_proj", 4096, 4096), ("down", 4096, 14336)]
-M_SWEEP = [1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192]
+M_SWEEP = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
 SQUARE = ("square", 16384, 16384, 16384)  # name, M, N, K
 GROUP = 128
 

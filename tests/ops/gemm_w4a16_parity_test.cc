@@ -11,8 +11,9 @@
 //   atol = 1e-3 * sqrt(K) for both;
 // - otherwise M <= 16 (CUDA-core kernel, fp32 dequantization and accumulation in another order,
 //   plus the zero-point folding's cancellation): atol = 2e-4 * sqrt(K);
-// - otherwise (dequantized to x's dtype, then cuBLASLt): one rounding of every weight for 16-bit
-//   x (atol = 1e-3 * sqrt(K)), exact for f32 x (atol = 2e-4 * sqrt(K)).
+// - otherwise (16-bit x: the wgmma kernel for the tile layout in its M range, else dequantized to
+//   x's dtype, then cuBLASLt): one rounding of every weight for 16-bit x (atol = 1e-3 * sqrt(K)),
+//   exact for f32 x (atol = 2e-4 * sqrt(K)).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -163,6 +164,38 @@ TEST(GemmW4A16, MatchesCpuLargeM) {
   for (const W4Case& c : cases) check_w4a16(c);
 }
 
+// The wgmma kernel (M past the tensor-core kernel, tile layout; check_w4a16's second half): odd
+// and even M across one to several token tiles, N not a multiple of the block's 128 rows,
+// groups 32 to 256, symmetric and asymmetric, f16 and bf16 x, y and scales of every dtype,
+// bias, strided x, split-K (few tiles, long K), Llama-3-8B's K with reduced N, both
+// configurations (tokens per block) forced.
+TEST(GemmW4A16, MatchesCpuWgmma) {
+  const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
+  const int groups[] = {32, 64, 128, 256};
+  int i = 0;
+  for (int64_t m : {65, 67, 96, 127, 128, 129, 200, 255, 256, 257, 333, 511, 640, 1001}) {
+    const DType x = i % 2 == 0 ? bf16 : f16;
+    const DType y = i % 3 == 0 ? f32 : x;
+    const DType scales = i % 4 == 0 ? f16 : (i % 4 == 1 ? bf16 : (i % 4 == 2 ? f32 : f16));
+    check_w4a16({m, 144 + 64 * (i % 3), 1024, groups[i % 4], i % 2 == 1, x, y, i % 5 == 0, i % 7 == 3, scales});
+    ++i;
+  }
+  const W4Case cases[] = {
+      {300, 768, 4096, 128, true, bf16, bf16, true, false},     // qkv / o_proj / gate_up K
+      {130, 256, 14336, 128, true, bf16, bf16, false, false},   // down's K: split-K
+      {77, 16, 8192, 64, false, f16, f16, true, false},         // one 16-row tile: many splits
+      {1000, 400, 2048, 128, true, bf16, f32, true, true},      // strided x, tokens past the tiles
+      {520, 4096, 512, 64, false, bf16, bf16, false, false, bf16},
+  };
+  for (const W4Case& c : cases) check_w4a16(c);
+  for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
+    cuda::w4a16_wgmma_config_override = c;
+    check_w4a16({97, 272, 1536, 128, true, bf16, bf16, true, false});
+    check_w4a16({300, 160, 768, 64, false, f16, f16, false, true, f32});
+  }
+  cuda::w4a16_wgmma_config_override = -1;
+}
+
 TEST(GemmW4A16, RejectsUnsupportedGroup) {
   std::mt19937 rng(1);
   Int4Host w = random_int4(8, 64, 16, false, rng);
@@ -241,7 +274,7 @@ TEST(GemmW4A16Perf, LlamaShapes) {
   Allocator& alloc = cuda_backend().allocator();
   for (const PerfShape& s : kLlamaShapes) {
     PerfWeights w = perf_weights(s.n, s.k);
-    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192}) {
+    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}) {
       time_w4a16(std::string("w4a16 ") + s.name, w, m, s.n, s.k, m >= 2048 ? 10 : 50);
       if (m == 1 || m == 16) {  // brisk's own dense path (cuBLASLt) in the same run
         Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n}), wd(alloc, DType::kBF16, {s.n, s.k});
@@ -274,6 +307,36 @@ TEST(GemmW4A16Perf, MmaConfigs) {
         time_w4a16("w4a16 cfg" + std::to_string(c) + " " + s.name, w, m, s.n, s.k);
       }
       cuda::w4a16_mma_config_override = -1;
+    }
+  }
+}
+
+// The prefill range: the wgmma kernel in each configuration ("w4a16-tN": N tokens per block)
+// against the dequantize + cuBLASLt fallback ("w4a16-deq") and dense cuBLASLt on a bf16 weight
+// ("dense"), to set the M rules of w4a16_heuristics.h.
+TEST(GemmW4A16Perf, Prefill) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  Allocator& alloc = cuda_backend().allocator();
+  for (const PerfShape& s : kLlamaShapes) {
+    PerfWeights w = perf_weights(s.n, s.k);
+    Tensor wd(alloc, DType::kBF16, {s.n, s.k});
+    fill_random(wd, 2);
+    for (int64_t m : {65, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096, 8192}) {
+      const int iterations = m >= 2048 ? 10 : 30;
+      for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
+        cuda::w4a16_wgmma_config_override = c;
+        time_w4a16("w4a16-t" + std::to_string(cuda::kW4A16WgmmaConfigs[c].tokens) + " " + s.name, w, m, s.n, s.k,
+                   iterations);
+      }
+      cuda::w4a16_wgmma_config_override = -2;
+      time_w4a16(std::string("w4a16-deq ") + s.name, w, m, s.n, s.k, iterations);
+      cuda::w4a16_wgmma_config_override = -1;
+      Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n});
+      fill_random(x, 1);
+      report_perf(std::string("dense ") + s.name,
+                  "M " + std::to_string(m) + " N " + std::to_string(s.n) + " K " + std::to_string(s.k) + " bf16",
+                  2.0 * s.n * s.k + 2.0 * m * (s.k + s.n), 2.0 * m * s.n * s.k,
+                  [&] { cuda_backend().gemm({x, wd, {}, y}); }, iterations);
     }
   }
 }

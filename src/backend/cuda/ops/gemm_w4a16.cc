@@ -9,9 +9,13 @@
 //   made once at load time by repack_int4 below) is the fast one: one contiguous stream per warp.
 // - otherwise M <= kW4A16MaxRows with the row layout: the CUDA-core kernel (w4a16_small_m.cu; f32
 //   x, or K not a multiple of 128), fp32 dequantization.
-// - otherwise (prefill): the weight is dequantized into scratch in x's dtype and multiplied by
-//   cuBLASLt. This costs a write and a read of the dense weight per call; it is the fallback
-//   until a wgmma W4A16 kernel lands. With f32 activations the dequantized weight is exact;
+// - 16-bit x, K % 128 == 0, the tile layout and M in the wgmma kernel's range
+//   (w4a16_wgmma_enabled): the wgmma kernel (w4a16_wgmma.cu; prefill), x first permuted into the
+//   weights' K order in scratch, each weight dequantized into registers (one rounding of
+//   (q - z) * s, as below), split over K when the tiles leave SMs idle.
+// - otherwise (f32 x, the row layout, K % 128 != 0, M past the wgmma range): the weight is
+//   dequantized into scratch in x's dtype and multiplied by cuBLASLt. This costs a write and a
+//   read of the dense weight per call. With f32 activations the dequantized weight is exact;
 //   bf16 rounds each (q - z) * s once.
 #include <algorithm>
 #include <cstdint>
@@ -20,6 +24,7 @@
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
+#include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/gemm_runner.h"
 #include "backend/cuda/ops/op_checks.h"
@@ -70,6 +75,35 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
   launch_w4a16_mma(a, p.layout == Int4Layout::kTiles16, x_frag.empty() ? nullptr : x_frag.view().data(), ctx.stream);
 }
 
+// y = x * dequant(w)^T by the wgmma kernel (tile layout, 16-bit x rows 16-byte aligned).
+void run_wgmma(const OpContext& ctx, const GemmW4A16Params& p, TensorView x) {
+  const int64_t m = x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
+  W4A16Args a;
+  a.x = x.data();
+  a.x_stride = x.stride(0);
+  a.x_type = float_type(x.dtype());
+  a.qweight = p.qweight.data_as<const uint8_t>();
+  a.scales = p.scales.data();
+  a.scale_type = float_type(p.scales.dtype());
+  a.zeros = p.zeros.empty() ? nullptr : p.zeros.data_as<const uint8_t>();
+  a.bias = p.bias.empty() ? nullptr : p.bias.data();
+  a.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
+  a.y = p.y.data();
+  a.y_stride = p.y.stride(0);
+  a.y_type = float_type(p.y.dtype());
+  a.m = static_cast<int>(m);
+  a.n = n;
+  a.k = k;
+  a.group_size = p.group_size;
+  w4a16_wgmma_plan_splits(a, ctx.num_sms);
+  Tensor partials, x_perm(*ctx.allocator, x.dtype(), {m, k});  // freed on return: reuse is stream-ordered
+  if (a.num_splits > 1) {
+    partials = Tensor(*ctx.allocator, DType::kF32, {a.num_splits, m, n});
+    a.partials = partials.data_as<float>();
+  }
+  launch_w4a16_wgmma(a, x_perm.view().data(), ctx.stream);
+}
+
 }  // namespace
 
 void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& p) {
@@ -83,13 +117,18 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
   if (m == 0 || n == 0) return;
   const bool tiles = p.layout == Int4Layout::kTiles16;
   const bool mma = p.x.dtype() != DType::kF32 && k % 128 == 0 && m <= kW4A16MmaMultiPassMaxRows;
-  if (mma || (m <= kW4A16MaxRows && !tiles)) {  // the CUDA-core kernel reads the row layout only
+  const bool wgmma = p.x.dtype() != DType::kF32 && k % 128 == 0 && tiles && w4a16_wgmma_enabled(static_cast<int>(m));
+  if (mma || wgmma || (m <= kW4A16MaxRows && !tiles)) {  // the CUDA-core kernel reads the row layout only
     TensorView x = p.x;
     Tensor x_copy;
     if (!rows_vectorizable(x)) {  // the kernels read x 16 bytes at a time
       x_copy = Tensor(*ctx.allocator, x.dtype(), {m, k});
       convert(ctx, x_copy, x);
       x = x_copy;
+    }
+    if (wgmma) {
+      run_wgmma(ctx, p, x);
+      return;
     }
     // Past kW4A16MmaMaxRows rows, passes of that many rows each read the weight again.
     for (int64_t r0 = 0; r0 < m; r0 += kW4A16MmaMaxRows) {

@@ -80,4 +80,45 @@ inline constexpr bool w4a16_mma_rules_valid() {
 static_assert(w4a16_mma_rules_valid(),
               "each rule's configuration must hold its M, rules ascending up to kW4A16MmaMaxRows");
 
+// --- Prefill (M > kW4A16MmaMultiPassMaxRows): the wgmma kernel of w4a16_wgmma.cu ---------------
+//
+// 16-bit x, K % 128 == 0 and the tile layout (Int4Layout::kTiles16), for kW4A16MmaMultiPassMaxRows
+// < M <= kW4A16WgmmaMaxRows; otherwise (and past that M) the weight is dequantized for cuBLASLt.
+// One instantiation: tokens per block (the wgmma's N), stages of the shared-memory ring (128 K
+// values each: tokens x 256 bytes of x plus 8 KiB of weights).
+struct W4A16WgmmaConfig {
+  int tokens;
+  int stages;
+};
+inline constexpr W4A16WgmmaConfig kW4A16WgmmaConfigs[] = {
+    {128, 5},  // 0
+    {256, 3},  // 1
+};
+inline constexpr int kW4A16WgmmaNumConfigs = sizeof(kW4A16WgmmaConfigs) / sizeof(kW4A16WgmmaConfigs[0]);
+struct W4A16WgmmaRule {
+  int max_m;
+  int config;
+};
+inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{128, 0}, {1 << 30, 1}};
+inline constexpr int kW4A16WgmmaMaxRows = 1 << 30;
+// Split K while the (N, M) tiles fill fewer than the SMs, each split at least this many 128-K
+// chunks (fp32 partials summed by launch_w4a16_reduce).
+inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
+
+// Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration, -2 turns the wgmma
+// kernel off (the dequantizing fallback everywhere).
+inline int w4a16_wgmma_config_override = -1;
+
+inline bool w4a16_wgmma_enabled(int m) {
+  if (w4a16_wgmma_config_override == -2) return false;
+  return m > kW4A16MmaMultiPassMaxRows && m <= kW4A16WgmmaMaxRows;
+}
+inline int w4a16_wgmma_config_index(int m) {
+  const int forced = w4a16_wgmma_config_override;
+  if (forced >= 0 && forced < kW4A16WgmmaNumConfigs) return forced;
+  for (const W4A16WgmmaRule& rule : kW4A16WgmmaRules)
+    if (m <= rule.max_m) return rule.config;
+  return kW4A16WgmmaRules[sizeof(kW4A16WgmmaRules) / sizeof(kW4A16WgmmaRules[0]) - 1].config;
+}
+
 }  // namespace brisk::cuda

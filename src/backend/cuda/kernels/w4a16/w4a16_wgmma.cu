@@ -1,0 +1,396 @@
+// W4A16 for prefill on Hopper tensor cores: y^T = dequant(W) x^T with warpgroup MMAs (wgmma),
+// the int4 weights as the A operand taken from registers (dequantized there, never written to
+// shared memory in 16 bits) and x as the B operand from shared memory.
+//
+// Block: three warpgroups. The first is the producer (one thread issues the copies, the rest
+// give their registers back with setmaxnreg): per 128-K chunk it copies the x tile (tokens x 128
+// values, two 128-byte-swizzled panels, by TMA) and the block's 128 weight rows (eight
+// contiguous 1 KiB pieces of the tile layout, one bulk copy each) into a ring of stages, each
+// completing on a "full" mbarrier. The two consumer warpgroups own 64 weight rows each (the
+// wgmma's M), warp w of one the 16-row tile 4 wg + w; both multiply by the same x tile (the
+// wgmma's N = tokens per block) and release a stage ("empty" mbarrier) once their MMAs reading it
+// completed.
+//
+// Why x is permuted first: in the tile layout (Int4Layout::kTiles16, the contract with the
+// decode kernel of w4a16_mma.cu) lane (g, t) of a warp holds 32 consecutive K values of rows g
+// and g + 8 per chunk: K 32 t + 8 w + i for word w, nibble i. One LOP3 turns nibbles (i, i + 4)
+// into a 16-bit pair, which the m16n8k16 A fragment (the RS wgmma's per-warp A) wants as the
+// logical k pair (2 t, 2 t + 1) or (2 t + 8, 2 t + 9) of a 16-wide k-step. So k-step s = 2 w + hf
+// (hf = 0, 1) of a chunk takes, at logical k = 8 b + 2 t + e, the physical K value
+// 32 t + 8 w + 2 hf + b + 4 e; the wgmma reads logical k in column order, so a small kernel first
+// writes x with each chunk's 128 columns in that order (permute_x_kernel; a write and a read of
+// 2 M K bytes, a few percent of the GEMM) and TMA loads that copy.
+//
+// Dequantization before the MMA, in any group size that is a multiple of 32 (a lane's 32 K
+// values of a chunk lie in one group): bf16: OR-ing nibbles into the mantissa of 128.0f gives
+// 128 + q exactly in fp32, then (128 + q) s - (128 + z) s by FMA and one rounding to bf16 (the
+// dequantize-then-GEMM path's single rounding, without rounding an f16 or f32 scale to bf16
+// first); f16: 1024 + q as packed f16, the exact difference with 1024 + z, one rounding of the
+// product with the f16 scale. Accumulation in fp32 in the wgmma.
+//
+// Split-K (when the (N, M) tiles leave SMs idle) writes fp32 partials that launch_w4a16_reduce
+// sums: deterministic and graph safe.
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
+#include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/hopper_async.cuh"
+#include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
+#include "backend/cuda/kernels/w4a16/w4a16_launch.h"
+#include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
+#include "backend/cuda/kernels/w4a16/wgmma_rs.cuh"
+#include "backend/cuda/runtime/cuda_check.h"
+#include "core/error.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr int kThreads = 384;            // producer warpgroup + two consumer warpgroups
+constexpr int kRowsPerBlock = 128;       // weight rows (outputs): 64 per consumer warpgroup
+constexpr int kTilesPerBlock = kRowsPerBlock / 16;
+constexpr int kChunkK = 128;             // K values per stage
+constexpr int kTileChunkBytes = 16 * kChunkK / 2;  // one 16-row tile's chunk: 1 KiB, contiguous
+constexpr int kWeightStageBytes = kTilesPerBlock * kTileChunkBytes;
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
+static_assert(kProducerRegisters * 128 + kConsumerRegisters * 256 <= 65536);
+
+template <int kTokens, int kStages>
+struct Layout {
+  static constexpr int kXPanelBytes = kTokens * hopper::kPanelRowBytes;  // 64 K values of every token
+  static constexpr int kXBytes = 2 * kXPanelBytes;
+  static constexpr int kStageBytes = kXBytes + kWeightStageBytes;     // multiple of 1024: panels stay aligned
+  static constexpr int kBarrierOffset = kStages * kStageBytes;
+  static constexpr int kSharedBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment slack
+  static_assert(kSharedBytes <= 227 * 1024, "the ring must fit one SM's shared memory");
+};
+
+// Bytes global -> shared, completing on `bar` (16-byte aligned, a multiple of 16 bytes).
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// Scale and zero point through the read-only path, as volatile asm so that the compiler keeps
+// the loads a chunk ahead of their use.
+__device__ __forceinline__ uint32_t load_u32_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u16_nc(const void* ptr) {
+  uint16_t v;
+  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+
+template <FloatType kType>
+struct Dequant;
+template <>
+struct Dequant<FloatType::kBF16> {
+  // Per row and chunk: s and (128 + z) s in fp32.
+  struct Group {
+    float s, zs;
+  };
+  __device__ static Group group(float scale, uint32_t zero) {
+    return {scale, (128.0f + static_cast<float>(zero)) * scale};
+  }
+  // Nibbles i and i + 4 of word -> packed bf16 (q - z) s, rounded once.
+  __device__ static uint32_t pair(uint32_t word, int i, Group gr) {
+    const float lo = __uint_as_float(((word << (16 - 4 * i)) & 0x000F0000u) | 0x43000000u);
+    const float hi = __uint_as_float(((word >> (4 * i)) & 0x000F0000u) | 0x43000000u);
+    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(lo, gr.s, -gr.zs), fmaf(hi, gr.s, -gr.zs));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+};
+template <>
+struct Dequant<FloatType::kF16> {
+  struct Group {
+    uint32_t s2, z2;  // packed f16 pairs: the scale, 1024 + z
+  };
+  __device__ static Group group(float scale, uint32_t zero) {
+    const __half2 s = __float2half2_rn(scale), z = __float2half2_rn(1024.0f + static_cast<float>(zero));
+    return {*reinterpret_cast<const uint32_t*>(&s), *reinterpret_cast<const uint32_t*>(&z)};
+  }
+  __device__ static uint32_t pair(uint32_t word, int i, Group gr) {
+    const uint32_t q = ((word >> (4 * i)) & 0x000F000Fu) | 0x64006400u;  // f16 1024 + q, both halves
+    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&gr.z2)),
+                              *reinterpret_cast<const __half2*>(&gr.s2));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+};
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
+  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
+}
+
+template <FloatType kType, int kTokens, int kStages>
+__global__ void __launch_bounds__(kThreads, 1)
+    w4a16_wgmma_kernel(const W4A16Args a, const __grid_constant__ CUtensorMap x_map) {
+  using L = Layout<kTokens, kStages>;
+  using D = Dequant<kType>;
+  extern __shared__ uint8_t shared_raw[];
+  uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t{1023});
+  const uint32_t ring_address = shared_address(ring);
+  const uint32_t full_bar = ring_address + L::kBarrierOffset;
+  const uint32_t empty_bar = full_bar + 8 * kStages;
+
+  const int tid = threadIdx.x;
+  const int64_t tile0 = int64_t{blockIdx.x} * kTilesPerBlock;  // the block's first 16-row tile
+  const int m0 = blockIdx.y * kTokens;
+  const int num_chunks_total = static_cast<int>(a.k / kChunkK);
+  const int chunks_per_split = static_cast<int>(a.k_per_split / kChunkK);
+  const int c_begin = blockIdx.z * chunks_per_split;
+  const int num_chunks = min(num_chunks_total - c_begin, chunks_per_split);
+
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      hopper::mbarrier_init(full_bar + 8 * s, 1);
+      hopper::mbarrier_init(empty_bar + 8 * s, 8);  // one arrival per consumer warp
+    }
+    hopper::mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  if (tid < 128) {
+    hopper::registers_decrease<kProducerRegisters>();
+    if (tid != 0) return;
+    hopper::tma_prefetch_descriptor(&x_map);
+    const int valid_tiles = static_cast<int>(min<int64_t>(kTilesPerBlock, a.n / 16 - tile0));
+    const uint32_t stage_tx = L::kXBytes + valid_tiles * kTileChunkBytes;
+    const uint8_t* wsrc = a.qweight + tile0 * 8 * a.k;  // tile T's chunk c at (T * K / 128 + c) KiB
+    for (int i = 0; i < num_chunks; ++i) {
+      const int s = i % kStages, c = c_begin + i;
+      hopper::mbarrier_wait(empty_bar + 8 * s, ((i / kStages) & 1) ^ 1);
+      const uint32_t bar = full_bar + 8 * s;
+      hopper::mbarrier_arrive_expect_tx(bar, stage_tx);
+      const uint32_t dst = ring_address + s * L::kStageBytes;
+      hopper::tma_load_2d(dst, &x_map, c * kChunkK, m0, bar);
+      hopper::tma_load_2d(dst + L::kXPanelBytes, &x_map, c * kChunkK + hopper::kPanelCols, m0, bar);
+      for (int j = 0; j < valid_tiles; ++j) {
+        bulk_copy(dst + L::kXBytes + j * kTileChunkBytes, wsrc + (j * a.k / kChunkK + c) * int64_t{kTileChunkBytes},
+                  kTileChunkBytes, bar);
+      }
+    }
+    return;
+  }
+
+  hopper::registers_increase<kConsumerRegisters>();
+  const int ctid = tid - 128;
+  const int wg = ctid / 128, warp = (ctid / 32) % 4, lane = ctid % 32, g = lane / 4, t = lane % 4;
+  const int tile_in_block = 4 * wg + warp;
+  const int64_t tile = tile0 + tile_in_block;
+  const bool tile_valid = tile * 16 < a.n;  // uniform per warp; a warp past N multiplies garbage, stores nothing
+  const int64_t row[2] = {min(tile * 16 + g, a.n - 1), min(tile * 16 + 8 + g, a.n - 1)};
+  const int64_t num_groups = a.k / a.group_size;
+  const bool f32_scales = a.scale_type == FloatType::kF32;
+
+  // The lane's scale and zero point of rows g, g + 8 for chunk c (K 128 c + 32 t .. + 31: one group).
+  uint32_t raw_s[2], raw_z[2];
+  auto load_group = [&](int c) {
+    const int64_t group = (int64_t{c} * kChunkK + 32 * t) / a.group_size;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t gi = row[h] * num_groups + group;
+      raw_s[h] = f32_scales ? load_u32_nc(static_cast<const float*>(a.scales) + gi)
+                            : load_u16_nc(static_cast<const uint16_t*>(a.scales) + gi);
+      raw_z[h] = a.zeros != nullptr ? load_u8_nc(a.zeros + gi) : 8u;
+    }
+  };
+
+  float acc[kTokens / 2];
+#pragma unroll
+  for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.0f;
+
+  load_group(c_begin);
+  for (int i = 0; i < num_chunks; ++i) {
+    const int s = i % kStages;
+    typename D::Group gr[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float scale = f32_scales ? __uint_as_float(raw_s[h]) : bits_to_float(static_cast<uint16_t>(raw_s[h]), a.scale_type);
+      gr[h] = D::group(scale, raw_z[h]);
+    }
+    if (i + 1 < num_chunks) load_group(c_begin + i + 1);
+    hopper::mbarrier_wait(full_bar + 8 * s, (i / kStages) & 1);
+    const uint8_t* wsm = ring + s * L::kStageBytes + L::kXBytes + tile_in_block * kTileChunkBytes + lane * 16;
+    const uint4 w[2] = {*reinterpret_cast<const uint4*>(wsm), *reinterpret_cast<const uint4*>(wsm + 512)};
+    // k-step 2 word + hf: A = {row g pair 2 hf, row g + 8 pair 2 hf, row g pair 2 hf + 1, row g + 8 pair 2 hf + 1}.
+    uint32_t frag[8][4];
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const int word = ks / 2, i0 = 2 * (ks % 2);
+      frag[ks][0] = D::pair(word_of(w[0], word), i0, gr[0]);
+      frag[ks][1] = D::pair(word_of(w[1], word), i0, gr[1]);
+      frag[ks][2] = D::pair(word_of(w[0], word), i0 + 1, gr[0]);
+      frag[ks][3] = D::pair(word_of(w[1], word), i0 + 1, gr[1]);
+    }
+    const uint32_t x_address = ring_address + s * L::kStageBytes;
+    hopper::fence_registers(acc);
+    hopper::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const uint64_t desc =
+          hopper::smem_descriptor(x_address + (ks / 4) * L::kXPanelBytes + (ks % 4) * 32, 16, 1024);
+      hopper::WgmmaRsK<kTokens, kType>::mma(acc, frag[ks], desc);
+    }
+    hopper::wgmma_commit();
+    hopper::wgmma_wait<1>();
+    hopper::fence_registers(acc);
+    if (i > 0) {  // the previous chunk's MMAs completed: its stage may be refilled
+      __syncwarp();
+      if (lane == 0) hopper::mbarrier_arrive(empty_bar + 8 * ((i - 1) % kStages));
+    }
+  }
+  hopper::wgmma_wait<0>();
+  hopper::fence_registers(acc);
+  if (!tile_valid) return;
+
+  // acc[4 j + 2 h + e]: weight row tile * 16 + g + 8 h, token m0 + 8 j + 2 t + e.
+  float bias[2] = {0.0f, 0.0f};
+  if (a.num_splits == 1 && a.bias != nullptr) {
+    bias[0] = load_one(a.bias, a.bias_type, row[0]);
+    bias[1] = load_one(a.bias, a.bias_type, row[1]);
+  }
+#pragma unroll
+  for (int j = 0; j < kTokens / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int token = m0 + 8 * j + 2 * t + e;
+      if (token >= a.m) continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float v = acc[4 * j + 2 * h + e];
+        if (a.num_splits > 1) {
+          a.partials[(int64_t{blockIdx.z} * a.m + token) * a.n + row[h]] = v;
+        } else {
+          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, row[h], v + bias[h]);
+        }
+      }
+    }
+}
+
+// x [m, k] -> out [m, k] with each 128-column chunk in the wgmma's K order (see the top): the
+// 16 bytes of physical K 32 t + 8 w .. + 7 become four pairs at logical 16 (2 w + hf) + 8 b + 2 t.
+__global__ void w4a16_permute_x_kernel(const uint16_t* x, int64_t x_stride, uint16_t* out, int m, int64_t k) {
+  const int64_t units_per_row = k / 8;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < m * units_per_row;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / units_per_row, u = i % units_per_row;
+    const int p = static_cast<int>(u % 16), w = p % 4, t = p / 4;
+    const uint4 v = *reinterpret_cast<const uint4*>(x + r * x_stride + 8 * u);
+    // Pairs (0, 4), (1, 5), (2, 6), (3, 7): (hf, b) = (0, 0), (0, 1), (1, 0), (1, 1).
+    uint32_t* dst = reinterpret_cast<uint32_t*>(out + r * k + (u / 16) * kChunkK + 32 * w + 2 * t);
+    dst[0] = __byte_perm(v.x, v.z, 0x5410);
+    dst[4] = __byte_perm(v.x, v.z, 0x7632);
+    dst[8] = __byte_perm(v.y, v.w, 0x5410);
+    dst[12] = __byte_perm(v.y, v.w, 0x7632);
+  }
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_function() {
+  static PFN_cuTensorMapEncodeTiled_v12000 function = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &status) ==
+            cudaSuccess &&
+        status == cudaDriverEntryPointSuccess) {
+      function = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
+    }
+  });
+  return function;
+}
+
+// Boxes of 64 columns x `tokens` rows over x_perm [m, k], 128-byte swizzle; rows past m read as zeros.
+CUtensorMap x_tensor_map(const void* x_perm, FloatType type, int m, int64_t k, int tokens) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k) * 2};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(hopper::kPanelCols), static_cast<cuuint32_t>(tokens)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const auto function = encode_function();
+  BRISK_CHECK(function != nullptr, "gemm_w4a16: the CUDA driver offers no cuTensorMapEncodeTiled");
+  const CUresult result = function(
+      &map, type == FloatType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+      const_cast<void*>(x_perm), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  BRISK_CHECK(result == CUDA_SUCCESS, "gemm_w4a16: cuTensorMapEncodeTiled failed (CUresult {}) for x [{}, {}]",
+              static_cast<int>(result), m, k);
+  return map;
+}
+
+template <FloatType kType, int kIndex>
+void launch_config(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stream) {
+  constexpr W4A16WgmmaConfig kCfg = kW4A16WgmmaConfigs[kIndex];
+  using L = Layout<kCfg.tokens, kCfg.stages>;
+  constexpr auto kernel = w4a16_wgmma_kernel<kType, kCfg.tokens, kCfg.stages>;
+  allow_dynamic_shared_memory<kernel>(L::kSharedBytes);
+  const dim3 grid(static_cast<unsigned>((a.n + kRowsPerBlock - 1) / kRowsPerBlock),
+                  static_cast<unsigned>((a.m + kCfg.tokens - 1) / kCfg.tokens), static_cast<unsigned>(a.num_splits));
+  kernel<<<grid, kThreads, L::kSharedBytes, stream>>>(a, map);
+}
+
+template <FloatType kType, int kIndex>
+void launch_index(const W4A16Args& a, const CUtensorMap& map, int index, cudaStream_t stream) {
+  if constexpr (kIndex < kW4A16WgmmaNumConfigs) {
+    if (index == kIndex) {
+      launch_config<kType, kIndex>(a, map, stream);
+    } else {
+      launch_index<kType, kIndex + 1>(a, map, index, stream);
+    }
+  }
+}
+
+}  // namespace
+
+void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms) {
+  const W4A16WgmmaConfig cfg = kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m)];
+  const int64_t tiles = ((a.n + kRowsPerBlock - 1) / kRowsPerBlock) * ((a.m + cfg.tokens - 1) / cfg.tokens);
+  const int64_t chunks = a.k / kChunkK;
+  int64_t splits = 1;
+  if (tiles < num_sms) {
+    splits = std::clamp<int64_t>(num_sms / tiles, 1, std::max<int64_t>(1, chunks / kW4A16WgmmaMinChunksPerSplit));
+  }
+  const int64_t per_split = (chunks + splits - 1) / splits;
+  a.k_per_split = per_split * kChunkK;
+  a.num_splits = static_cast<int>((chunks + per_split - 1) / per_split);
+}
+
+void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
+  if (a.m == 0 || a.n == 0) return;
+  BRISK_CHECK(a.n % 16 == 0 && a.k % kChunkK == 0 && a.group_size % 32 == 0 &&
+                  (a.x_type == FloatType::kBF16 || a.x_type == FloatType::kF16),
+              "gemm_w4a16: the wgmma kernel needs N % 16 == 0, K % 128 == 0, groups of 32 k and 16-bit x");
+  const int64_t units = int64_t{a.m} * (a.k / 8);
+  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((units + 255) / 256, 1, 65536));
+  w4a16_permute_x_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(a.x), a.x_stride,
+                                                     static_cast<uint16_t*>(x_perm), a.m, a.k);
+  BRISK_CUDA_CHECK(cudaGetLastError());
+  const int index = w4a16_wgmma_config_index(a.m);
+  const CUtensorMap map = x_tensor_map(x_perm, a.x_type, a.m, a.k, kW4A16WgmmaConfigs[index].tokens);
+  if (a.x_type == FloatType::kF16) {
+    launch_index<FloatType::kF16, 0>(a, map, index, stream);
+  } else {
+    launch_index<FloatType::kBF16, 0>(a, map, index, stream);
+  }
+  BRISK_CUDA_CHECK(cudaGetLastError());
+  if (a.num_splits > 1) launch_w4a16_reduce(a, stream);
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,24 @@
+// Launchers of the W4A16 prefill kernel (w4a16_wgmma.cu): wgmma with the int4 weights
+// dequantized into the A registers, for M past the mma.sync kernel's range. Arguments are
+// launch.h's W4A16Args.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/kernels/launch.h"
+
+namespace brisk::cuda {
+
+// k_per_split and num_splits for these sizes on a GPU of num_sms multiprocessors (splits only
+// while the (N, M) tiles leave SMs idle; the partials then go through launch_w4a16_reduce).
+void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms);
+
+// y (or the fp32 partials) = x * dequant(w)^T: x f16 or bf16 with rows 16-byte aligned, qweight
+// in Int4Layout::kTiles16 (n % 16 == 0), k % 128 == 0, group_size a multiple of 32, scales and
+// y of any float type. x_perm: scratch of m * k elements of x's dtype, 16-byte aligned (x with
+// each 128-K chunk permuted into the weights' K order, what the kernel's tensor maps read).
+void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream);
+
+}  // namespace brisk::cuda
