@@ -30,12 +30,10 @@
 //
 // Split-K (when the (N, M) tiles leave SMs idle) writes fp32 partials that launch_w4a16_reduce
 // sums: deterministic and graph safe.
-#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
@@ -47,7 +45,6 @@
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
 #include "backend/cuda/kernels/w4a16/wgmma_rs.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
-#include "core/error.h"
 
 namespace brisk::cuda {
 namespace {
@@ -170,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::registers_decrease<kProducerRegisters>();
     if (tid != 0) return;
     hopper::tma_prefetch_descriptor(&x_map);
-    const int valid_tiles = static_cast<int>(min<int64_t>(kTilesPerBlock, a.n / 16 - tile0));
+    const int valid_tiles = static_cast<int>(min(int64_t{kTilesPerBlock}, a.n / 16 - tile0));
     const uint32_t stage_tx = L::kXBytes + valid_tiles * kTileChunkBytes;
     const uint8_t* wsrc = a.qweight + tile0 * 8 * a.k;  // tile T's chunk c at (T * K / 128 + c) KiB
     for (int i = 0; i < num_chunks; ++i) {
@@ -302,39 +299,6 @@ __global__ void w4a16_permute_x_kernel(const uint16_t* x, int64_t x_stride, uint
   }
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_function() {
-  static PFN_cuTensorMapEncodeTiled_v12000 function = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &status) ==
-            cudaSuccess &&
-        status == cudaDriverEntryPointSuccess) {
-      function = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
-    }
-  });
-  return function;
-}
-
-// Boxes of 64 columns x `tokens` rows over x_perm [m, k], 128-byte swizzle; rows past m read as zeros.
-CUtensorMap x_tensor_map(const void* x_perm, FloatType type, int m, int64_t k, int tokens) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k) * 2};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(hopper::kPanelCols), static_cast<cuuint32_t>(tokens)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const auto function = encode_function();
-  BRISK_CHECK(function != nullptr, "gemm_w4a16: the CUDA driver offers no cuTensorMapEncodeTiled");
-  const CUresult result = function(
-      &map, type == FloatType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
-      const_cast<void*>(x_perm), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  BRISK_CHECK(result == CUDA_SUCCESS, "gemm_w4a16: cuTensorMapEncodeTiled failed (CUresult {}) for x [{}, {}]",
-              static_cast<int>(result), m, k);
-  return map;
-}
-
 template <FloatType kType, int kIndex>
 void launch_config(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stream) {
   constexpr W4A16WgmmaConfig kCfg = kW4A16WgmmaConfigs[kIndex];
@@ -374,16 +338,13 @@ void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms) {
 
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
-  BRISK_CHECK(a.n % 16 == 0 && a.k % kChunkK == 0 && a.group_size % 32 == 0 &&
-                  (a.x_type == FloatType::kBF16 || a.x_type == FloatType::kF16),
-              "gemm_w4a16: the wgmma kernel needs N % 16 == 0, K % 128 == 0, groups of 32 k and 16-bit x");
   const int64_t units = int64_t{a.m} * (a.k / 8);
   const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((units + 255) / 256, 1, 65536));
   w4a16_permute_x_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(a.x), a.x_stride,
                                                      static_cast<uint16_t*>(x_perm), a.m, a.k);
   BRISK_CUDA_CHECK(cudaGetLastError());
   const int index = w4a16_wgmma_config_index(a.m);
-  const CUtensorMap map = x_tensor_map(x_perm, a.x_type, a.m, a.k, kW4A16WgmmaConfigs[index].tokens);
+  const CUtensorMap map = w4a16_x_tensor_map(x_perm, a.x_type, a.m, a.k, kW4A16WgmmaConfigs[index].tokens);
   if (a.x_type == FloatType::kF16) {
     launch_index<FloatType::kF16, 0>(a, map, index, stream);
   } else {

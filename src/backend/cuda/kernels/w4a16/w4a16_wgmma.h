@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/kernels/launch.h"
@@ -20,5 +21,9 @@ void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms);
 // y of any float type. x_perm: scratch of m * k elements of x's dtype, 16-byte aligned (x with
 // each 128-K chunk permuted into the weights' K order, what the kernel's tensor maps read).
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream);
+
+// The kernel's tensor map over x_perm [m, k] (16-bit): boxes of 64 columns x `tokens` rows,
+// 128-byte swizzle, rows past m read as zeros (w4a16_x_tensor_map.cc: host code).
+CUtensorMap w4a16_x_tensor_map(const void* x_perm, FloatType type, int m, int64_t k, int tokens);
 
 }  // namespace brisk::cuda
