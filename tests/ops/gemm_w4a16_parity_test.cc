@@ -167,8 +167,8 @@ TEST(GemmW4A16, MatchesCpuLargeM) {
 // The wgmma kernel (M past the tensor-core kernel, tile layout; check_w4a16's second half): odd
 // and even M across one to several token tiles, N not a multiple of the block's 128 rows,
 // groups 32 to 256, symmetric and asymmetric, f16 and bf16 x, y and scales of every dtype,
-// bias, strided x, split-K (few tiles, long K), Llama-3-8B's K with reduced N, both
-// configurations (tokens per block) forced.
+// bias, strided x, split-K (few tiles, long K), Llama-3-8B's K with reduced N, every
+// configuration (tokens per block, x permuted or read as it is) forced.
 TEST(GemmW4A16, MatchesCpuWgmma) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
   const int groups[] = {32, 64, 128, 256};
@@ -177,9 +177,12 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
     const DType x = i % 2 == 0 ? bf16 : f16;
     const DType y = i % 3 == 0 ? f32 : x;
     const DType scales = i % 4 == 0 ? f16 : (i % 4 == 1 ? bf16 : (i % 4 == 2 ? f32 : f16));
+    // Every third M with x first permuted (configurations 0 and 1), the others as the rules pick.
+    cuda::w4a16_wgmma_config_override = i % 3 == 2 ? (m <= 128 ? 0 : 1) : -1;
     check_w4a16({m, 144 + 64 * (i % 3), 1024, groups[i % 4], i % 2 == 1, x, y, i % 5 == 0, i % 7 == 3, scales});
     ++i;
   }
+  cuda::w4a16_wgmma_config_override = -1;
   const W4Case cases[] = {
       {300, 768, 4096, 128, true, bf16, bf16, true, false},     // qkv / o_proj / gate_up K
       {130, 256, 14336, 128, true, bf16, bf16, false, false},   // down's K: split-K

@@ -96,12 +96,13 @@ void run_wgmma(const OpContext& ctx, const GemmW4A16Params& p, TensorView x) {
   a.k = k;
   a.group_size = p.group_size;
   w4a16_wgmma_plan_splits(a, ctx.num_sms);
-  Tensor partials, x_perm(*ctx.allocator, x.dtype(), {m, k});  // freed on return: reuse is stream-ordered
+  Tensor partials, x_perm;  // freed on return: reuse is stream-ordered
+  if (kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m)].permuted_x) x_perm = Tensor(*ctx.allocator, x.dtype(), {m, k});
   if (a.num_splits > 1) {
     partials = Tensor(*ctx.allocator, DType::kF32, {a.num_splits, m, n});
     a.partials = partials.data_as<float>();
   }
-  launch_w4a16_wgmma(a, x_perm.view().data(), ctx.stream);
+  launch_w4a16_wgmma(a, x_perm.empty() ? nullptr : x_perm.view().data(), ctx.stream);
 }
 
 }  // namespace

@@ -85,21 +85,26 @@ static_assert(w4a16_mma_rules_valid(),
 // 16-bit x, K % 128 == 0 and the tile layout (Int4Layout::kTiles16), for kW4A16MmaMultiPassMaxRows
 // < M <= kW4A16WgmmaMaxRows; otherwise (and past that M) the weight is dequantized for cuBLASLt.
 // One instantiation: tokens per block (the wgmma's N), stages of the shared-memory ring (128 K
-// values each: tokens x 256 bytes of x plus 8 KiB of weights).
+// values each: tokens x 256 bytes of x plus 8 KiB of weights), and whether x is first permuted
+// into the weights' K order (w4a16_wgmma.cu says why; otherwise TMA reads x itself and each
+// lane gathers its weights from the tile's shared-memory copy).
 struct W4A16WgmmaConfig {
   int tokens;
   int stages;
+  bool permuted_x;
 };
 inline constexpr W4A16WgmmaConfig kW4A16WgmmaConfigs[] = {
-    {128, 5},  // 0
-    {256, 3},  // 1
+    {128, 5, true},   // 0
+    {256, 3, true},   // 1
+    {128, 5, false},  // 2
+    {256, 3, false},  // 3
 };
 inline constexpr int kW4A16WgmmaNumConfigs = sizeof(kW4A16WgmmaConfigs) / sizeof(kW4A16WgmmaConfigs[0]);
 struct W4A16WgmmaRule {
   int max_m;
   int config;
 };
-inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{128, 0}, {1 << 30, 1}};
+inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{128, 2}, {1 << 30, 3}};
 inline constexpr int kW4A16WgmmaMaxRows = 1 << 30;
 // Split K while the (N, M) tiles fill fewer than the SMs, each split at least this many 128-K
 // chunks (fp32 partials summed by launch_w4a16_reduce).

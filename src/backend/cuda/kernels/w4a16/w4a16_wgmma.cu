@@ -113,6 +113,15 @@ struct Dequant<FloatType::kBF16> {
     const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(lo, gr.s, -gr.zs), fmaf(hi, gr.s, -gr.zs));
     return *reinterpret_cast<const uint32_t*>(&r);
   }
+  // Nibbles 2 t and 2 t + 1 (byte t) of word -> packed bf16 (q - z) s; at_byte2 = 0x0t00 moves
+  // byte t to bits 16..23.
+  __device__ static uint32_t byte_pair(uint32_t word, uint32_t at_byte2, uint32_t /*unused*/, Group gr) {
+    const uint32_t y = __byte_perm(word, 0u, at_byte2);
+    const float lo = __uint_as_float((y & 0x000F0000u) | 0x43000000u);
+    const float hi = __uint_as_float(((y >> 4) & 0x000F0000u) | 0x43000000u);
+    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(lo, gr.s, -gr.zs), fmaf(hi, gr.s, -gr.zs));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
 };
 template <>
 struct Dequant<FloatType::kF16> {
@@ -129,13 +138,21 @@ struct Dequant<FloatType::kF16> {
                               *reinterpret_cast<const __half2*>(&gr.s2));
     return *reinterpret_cast<const uint32_t*>(&r);
   }
+  // Nibbles 2 t and 2 t + 1 (byte t) of word -> packed f16 (q - z) s: lo_hi = 0x(4+t)(4+t)tt puts
+  // byte t of word in byte 0 and byte t of word >> 4 (its high nibble low) in byte 2.
+  __device__ static uint32_t byte_pair(uint32_t word, uint32_t /*unused*/, uint32_t lo_hi, Group gr) {
+    const uint32_t q = (__byte_perm(word, word >> 4, lo_hi) & 0x000F000Fu) | 0x64006400u;
+    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&gr.z2)),
+                              *reinterpret_cast<const __half2*>(&gr.s2));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
 };
 
 __device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
   return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
 }
 
-template <FloatType kType, int kTokens, int kStages>
+template <FloatType kType, int kTokens, int kStages, bool kPermutedX>
 __global__ void __launch_bounds__(kThreads, 1)
     w4a16_wgmma_kernel(const W4A16Args a, const __grid_constant__ CUtensorMap x_map) {
   using L = Layout<kTokens, kStages>;
@@ -195,6 +212,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t row[2] = {min(tile * 16 + g, a.n - 1), min(tile * 16 + 8 + g, a.n - 1)};
   const int64_t num_groups = a.k / a.group_size;
   const bool f32_scales = a.scale_type == FloatType::kF32;
+  const uint32_t at_byte2 = static_cast<uint32_t>(t) << 8;  // byte_pair's selectors (direct x)
+  const uint32_t lo_hi = static_cast<uint32_t>(t * 0x11 + (4 + t) * 0x1100);
 
   // The lane's scale and zero point of rows g, g + 8 for chunk c (K 128 c + 32 t .. + 31: one group).
   uint32_t raw_s[2], raw_z[2];
@@ -224,17 +243,39 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (i + 1 < num_chunks) load_group(c_begin + i + 1);
     hopper::mbarrier_wait(full_bar + 8 * s, (i / kStages) & 1);
-    const uint8_t* wsm = ring + s * L::kStageBytes + L::kXBytes + tile_in_block * kTileChunkBytes + lane * 16;
-    const uint4 w[2] = {*reinterpret_cast<const uint4*>(wsm), *reinterpret_cast<const uint4*>(wsm + 512)};
-    // k-step 2 word + hf: A = {row g pair 2 hf, row g + 8 pair 2 hf, row g pair 2 hf + 1, row g + 8 pair 2 hf + 1}.
+    const uint8_t* wsm = ring + s * L::kStageBytes + L::kXBytes + tile_in_block * kTileChunkBytes;
     uint32_t frag[8][4];
+    if constexpr (kPermutedX) {
+      // k-step 2 word + hf: A = {row g pair 2 hf, row g + 8 pair 2 hf, row g pair 2 hf + 1,
+      // row g + 8 pair 2 hf + 1} of the lane's own 16 bytes per row.
+      const uint4 w[2] = {*reinterpret_cast<const uint4*>(wsm + lane * 16),
+                          *reinterpret_cast<const uint4*>(wsm + 512 + lane * 16)};
 #pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const int word = ks / 2, i0 = 2 * (ks % 2);
-      frag[ks][0] = D::pair(word_of(w[0], word), i0, gr[0]);
-      frag[ks][1] = D::pair(word_of(w[1], word), i0, gr[1]);
-      frag[ks][2] = D::pair(word_of(w[0], word), i0 + 1, gr[0]);
-      frag[ks][3] = D::pair(word_of(w[1], word), i0 + 1, gr[1]);
+      for (int ks = 0; ks < 8; ++ks) {
+        const int word = ks / 2, i0 = 2 * (ks % 2);
+        frag[ks][0] = D::pair(word_of(w[0], word), i0, gr[0]);
+        frag[ks][1] = D::pair(word_of(w[1], word), i0, gr[1]);
+        frag[ks][2] = D::pair(word_of(w[0], word), i0 + 1, gr[0]);
+        frag[ks][3] = D::pair(word_of(w[1], word), i0 + 1, gr[1]);
+      }
+    } else {
+      // x in its own order: k-step ks takes K 16 ks .. + 15, held by lane (g, ks / 2) of the
+      // tile layout in words 2 (ks % 2) (K 16 ks .. + 7) and + 1 (+ 8 .. + 15); this lane
+      // needs byte t (K 2 t, 2 t + 1) of each, for rows g and g + 8 (a broadcast to the four
+      // lanes of a row).
+#pragma unroll
+      for (int src = 0; src < 4; ++src) {
+        const uint4 w[2] = {*reinterpret_cast<const uint4*>(wsm + (4 * g + src) * 16),
+                            *reinterpret_cast<const uint4*>(wsm + 512 + (4 * g + src) * 16)};
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int ks = 2 * src + half;
+          frag[ks][0] = D::byte_pair(word_of(w[0], 2 * half), at_byte2, lo_hi, gr[0]);
+          frag[ks][1] = D::byte_pair(word_of(w[1], 2 * half), at_byte2, lo_hi, gr[1]);
+          frag[ks][2] = D::byte_pair(word_of(w[0], 2 * half + 1), at_byte2, lo_hi, gr[0]);
+          frag[ks][3] = D::byte_pair(word_of(w[1], 2 * half + 1), at_byte2, lo_hi, gr[1]);
+        }
+      }
     }
     const uint32_t x_address = ring_address + s * L::kStageBytes;
     hopper::fence_registers(acc);
@@ -303,7 +344,7 @@ template <FloatType kType, int kIndex>
 void launch_config(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stream) {
   constexpr W4A16WgmmaConfig kCfg = kW4A16WgmmaConfigs[kIndex];
   using L = Layout<kCfg.tokens, kCfg.stages>;
-  constexpr auto kernel = w4a16_wgmma_kernel<kType, kCfg.tokens, kCfg.stages>;
+  constexpr auto kernel = w4a16_wgmma_kernel<kType, kCfg.tokens, kCfg.stages, kCfg.permuted_x>;
   allow_dynamic_shared_memory<kernel>(L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>((a.n + kRowsPerBlock - 1) / kRowsPerBlock),
                   static_cast<unsigned>((a.m + kCfg.tokens - 1) / kCfg.tokens), static_cast<unsigned>(a.num_splits));
@@ -338,13 +379,17 @@ void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms) {
 
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
-  const int64_t units = int64_t{a.m} * (a.k / 8);
-  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((units + 255) / 256, 1, 65536));
-  w4a16_permute_x_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(a.x), a.x_stride,
-                                                     static_cast<uint16_t*>(x_perm), a.m, a.k);
-  BRISK_CUDA_CHECK(cudaGetLastError());
   const int index = w4a16_wgmma_config_index(a.m);
-  const CUtensorMap map = w4a16_x_tensor_map(x_perm, a.x_type, a.m, a.k, kW4A16WgmmaConfigs[index].tokens);
+  const W4A16WgmmaConfig cfg = kW4A16WgmmaConfigs[index];
+  if (cfg.permuted_x) {
+    const int64_t units = int64_t{a.m} * (a.k / 8);
+    const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((units + 255) / 256, 1, 65536));
+    w4a16_permute_x_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(a.x), a.x_stride,
+                                                       static_cast<uint16_t*>(x_perm), a.m, a.k);
+    BRISK_CUDA_CHECK(cudaGetLastError());
+  }
+  const CUtensorMap map = cfg.permuted_x ? w4a16_x_tensor_map(x_perm, a.x_type, a.m, a.k, a.k, cfg.tokens)
+                                         : w4a16_x_tensor_map(a.x, a.x_type, a.m, a.k, a.x_stride, cfg.tokens);
   if (a.x_type == FloatType::kF16) {
     launch_index<FloatType::kF16, 0>(a, map, index, stream);
   } else {

@@ -18,12 +18,14 @@ void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms);
 
 // y (or the fp32 partials) = x * dequant(w)^T: x f16 or bf16 with rows 16-byte aligned, qweight
 // in Int4Layout::kTiles16 (n % 16 == 0), k % 128 == 0, group_size a multiple of 32, scales and
-// y of any float type. x_perm: scratch of m * k elements of x's dtype, 16-byte aligned (x with
-// each 128-K chunk permuted into the weights' K order, what the kernel's tensor maps read).
+// y of any float type. x_perm: for configurations with permuted_x (w4a16_heuristics.h), scratch
+// of m * k elements of x's dtype, 16-byte aligned (x with each 128-K chunk permuted into the
+// weights' K order); unused (may be null) otherwise.
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream);
 
-// The kernel's tensor map over x_perm [m, k] (16-bit): boxes of 64 columns x `tokens` rows,
-// 128-byte swizzle, rows past m read as zeros (w4a16_x_tensor_map.cc: host code).
-CUtensorMap w4a16_x_tensor_map(const void* x_perm, FloatType type, int m, int64_t k, int tokens);
+// The kernel's tensor map over x [m, k] (16-bit, rows `stride` elements apart, 16-byte aligned):
+// boxes of 64 columns x `tokens` rows, 128-byte swizzle, rows past m read as zeros
+// (w4a16_x_tensor_map.cc: host code).
+CUtensorMap w4a16_x_tensor_map(const void* x, FloatType type, int m, int64_t k, int64_t stride, int tokens);
 
 }  // namespace brisk::cuda
