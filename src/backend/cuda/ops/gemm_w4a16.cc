@@ -97,7 +97,7 @@ void run_wgmma(const OpContext& ctx, const GemmW4A16Params& p, TensorView x) {
   a.group_size = p.group_size;
   w4a16_wgmma_plan_splits(a, ctx.num_sms);
   Tensor partials, x_perm;  // freed on return: reuse is stream-ordered
-  if (kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m)].permuted_x) x_perm = Tensor(*ctx.allocator, x.dtype(), {m, k});
+  if (kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m, a.group_size)].permuted_x) x_perm = Tensor(*ctx.allocator, x.dtype(), {m, k});
   if (a.num_splits > 1) {
     partials = Tensor(*ctx.allocator, DType::kF32, {a.num_splits, m, n});
     a.partials = partials.data_as<float>();

@@ -118,12 +118,24 @@ inline bool w4a16_wgmma_enabled(int m) {
   if (w4a16_wgmma_config_override == -2) return false;
   return m > kW4A16MmaMultiPassMaxRows && m <= kW4A16WgmmaMaxRows;
 }
-inline int w4a16_wgmma_config_index(int m) {
+// The configuration for M and the group size: reading x directly needs one group per 128-K
+// chunk (group_size % 128 == 0); otherwise the permuted configuration of as many tokens.
+inline int w4a16_wgmma_config_index(int m, int group_size) {
+  int index = kW4A16WgmmaRules[sizeof(kW4A16WgmmaRules) / sizeof(kW4A16WgmmaRules[0]) - 1].config;
+  for (const W4A16WgmmaRule& rule : kW4A16WgmmaRules) {
+    if (m <= rule.max_m) {
+      index = rule.config;
+      break;
+    }
+  }
   const int forced = w4a16_wgmma_config_override;
-  if (forced >= 0 && forced < kW4A16WgmmaNumConfigs) return forced;
-  for (const W4A16WgmmaRule& rule : kW4A16WgmmaRules)
-    if (m <= rule.max_m) return rule.config;
-  return kW4A16WgmmaRules[sizeof(kW4A16WgmmaRules) / sizeof(kW4A16WgmmaRules[0]) - 1].config;
+  if (forced >= 0 && forced < kW4A16WgmmaNumConfigs) index = forced;
+  if (group_size % 128 != 0 && !kW4A16WgmmaConfigs[index].permuted_x) {
+    for (int i = 0; i < kW4A16WgmmaNumConfigs; ++i)
+      if (kW4A16WgmmaConfigs[i].permuted_x && kW4A16WgmmaConfigs[i].tokens == kW4A16WgmmaConfigs[index].tokens)
+        return i;
+  }
+  return index;
 }
 
 }  // namespace brisk::cuda

@@ -2,8 +2,8 @@
 // the int4 weights as the A operand taken from registers (dequantized there, never written to
 // shared memory in 16 bits) and x as the B operand from shared memory.
 //
-// Block: three warpgroups. The first is the producer (one thread issues the copies, the rest
-// give their registers back with setmaxnreg): per 128-K chunk it copies the x tile (tokens x 128
+// Block: two consumer warpgroups and a producer warp (one thread of it issues the copies): per
+// 128-K chunk the producer copies the x tile (tokens x 128
 // values, two 128-byte-swizzled panels, by TMA) and the block's 128 weight rows (eight
 // contiguous 1 KiB pieces of the tile layout, one bulk copy each) into a ring of stages, each
 // completing on a "full" mbarrier. The two consumer warpgroups own 64 weight rows each (the
@@ -49,15 +49,16 @@
 namespace brisk::cuda {
 namespace {
 
-constexpr int kThreads = 384;            // producer warpgroup + two consumer warpgroups
+// Two consumer warpgroups (warps 0-7) and one producer warp (8). Not a producer warpgroup with
+// setmaxnreg: the compiler allocates registers for the launch bound of the whole block (170 a
+// thread at 384 threads), too few for 256 tokens' accumulators plus two fragment sets, and
+// then serializes the MMAs; at 288 threads every thread may use 224.
+constexpr int kThreads = 288;
 constexpr int kRowsPerBlock = 128;       // weight rows (outputs): 64 per consumer warpgroup
 constexpr int kTilesPerBlock = kRowsPerBlock / 16;
 constexpr int kChunkK = 128;             // K values per stage
 constexpr int kTileChunkBytes = 16 * kChunkK / 2;  // one 16-row tile's chunk: 1 KiB, contiguous
 constexpr int kWeightStageBytes = kTilesPerBlock * kTileChunkBytes;
-constexpr int kProducerRegisters = 40;
-constexpr int kConsumerRegisters = 232;
-static_assert(kProducerRegisters * 128 + kConsumerRegisters * 256 <= 65536);
 
 template <int kTokens, int kStages>
 struct Layout {
@@ -153,7 +154,7 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
 }
 
 template <FloatType kType, int kTokens, int kStages, bool kPermutedX>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __maxnreg__(224)
     w4a16_wgmma_kernel(const W4A16Args a, const __grid_constant__ CUtensorMap x_map) {
   using L = Layout<kTokens, kStages>;
   using D = Dequant<kType>;
@@ -180,9 +181,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
-  if (tid < 128) {
-    hopper::registers_decrease<kProducerRegisters>();
-    if (tid != 0) return;
+  if (tid >= 256) {
+    if (tid != 256) return;
     hopper::tma_prefetch_descriptor(&x_map);
     const int valid_tiles = static_cast<int>(min(int64_t{kTilesPerBlock}, a.n / 16 - tile0));
     const uint32_t stage_tx = L::kXBytes + valid_tiles * kTileChunkBytes;
@@ -203,8 +203,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  hopper::registers_increase<kConsumerRegisters>();
-  const int ctid = tid - 128;
+  const int ctid = tid;
   const int wg = ctid / 128, warp = (ctid / 32) % 4, lane = ctid % 32, g = lane / 4, t = lane % 4;
   const int tile_in_block = 4 * wg + warp;
   const int64_t tile = tile0 + tile_in_block;
@@ -215,16 +214,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t at_byte2 = static_cast<uint32_t>(t) << 8;  // byte_pair's selectors (direct x)
   const uint32_t lo_hi = static_cast<uint32_t>(t * 0x11 + (4 + t) * 0x1100);
 
-  // The lane's scale and zero point of rows g, g + 8 for chunk c (K 128 c + 32 t .. + 31: one group).
-  uint32_t raw_s[2], raw_z[2];
-  auto load_group = [&](int c) {
-    const int64_t group = (int64_t{c} * kChunkK + 32 * t) / a.group_size;
+  // The lane's scale and zero point of rows g, g + 8 for chunk c (permuted x: K 128 c + 32 t ..
+  // + 31, one group; direct x needs group_size % 128 == 0: one group per chunk), loaded
+  // kScaleAhead chunks ahead into a ring of registers (a load per chunk would otherwise put one
+  // memory latency into every chunk: the loads miss L1 and, first touched, L2).
+  constexpr int kScaleAhead = 4;
+  uint32_t raw_s[kScaleAhead][2], raw_z[kScaleAhead][2];
+  auto load_group = [&](int c, uint32_t (&rs)[2], uint32_t (&rz)[2]) {
+    const int64_t group = (int64_t{c} * kChunkK + (kPermutedX ? 32 * t : 0)) / a.group_size;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t gi = row[h] * num_groups + group;
-      raw_s[h] = f32_scales ? load_u32_nc(static_cast<const float*>(a.scales) + gi)
-                            : load_u16_nc(static_cast<const uint16_t*>(a.scales) + gi);
-      raw_z[h] = a.zeros != nullptr ? load_u8_nc(a.zeros + gi) : 8u;
+      rs[h] = f32_scales ? load_u32_nc(static_cast<const float*>(a.scales) + gi)
+                         : load_u16_nc(static_cast<const uint16_t*>(a.scales) + gi);
+      rz[h] = a.zeros != nullptr ? load_u8_nc(a.zeros + gi) : 8u;
     }
   };
 
@@ -232,31 +235,39 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.0f;
 
-  load_group(c_begin);
-  for (int i = 0; i < num_chunks; ++i) {
+  // Half a chunk (4 k-steps): dequantize into `cur`, issue its MMAs, wait for the previous
+  // half's (which read `prev`) and, at a chunk's first half, release the previous chunk's stage.
+  // The A registers of an MMA in flight must not change until a wait covers it, and the compiler
+  // does not know that an asm's register inputs are read after the asm: two fragment sets
+  // alternate, `prev` kept alive past the wait. Halves rather than whole chunks keep the two
+  // sets small enough for 256 tokens' accumulators.
+  typename D::Group gr[2];
+  auto half_chunk = [&](int i, int slot, int half, uint32_t (&cur)[4][4], uint32_t (&prev)[4][4]) {
     const int s = i % kStages;
-    typename D::Group gr[2];
+    if (half == 0) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float scale = f32_scales ? __uint_as_float(raw_s[h]) : bits_to_float(static_cast<uint16_t>(raw_s[h]), a.scale_type);
-      gr[h] = D::group(scale, raw_z[h]);
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t rs = raw_s[slot][h];
+        const float scale = f32_scales ? __uint_as_float(rs) : bits_to_float(static_cast<uint16_t>(rs), a.scale_type);
+        gr[h] = D::group(scale, raw_z[slot][h]);
+      }
+      if (i + kScaleAhead < num_chunks) load_group(c_begin + i + kScaleAhead, raw_s[slot], raw_z[slot]);
+      hopper::mbarrier_wait(full_bar + 8 * s, (i / kStages) & 1);
     }
-    if (i + 1 < num_chunks) load_group(c_begin + i + 1);
-    hopper::mbarrier_wait(full_bar + 8 * s, (i / kStages) & 1);
     const uint8_t* wsm = ring + s * L::kStageBytes + L::kXBytes + tile_in_block * kTileChunkBytes;
-    uint32_t frag[8][4];
     if constexpr (kPermutedX) {
       // k-step 2 word + hf: A = {row g pair 2 hf, row g + 8 pair 2 hf, row g pair 2 hf + 1,
-      // row g + 8 pair 2 hf + 1} of the lane's own 16 bytes per row.
-      const uint4 w[2] = {*reinterpret_cast<const uint4*>(wsm + lane * 16),
-                          *reinterpret_cast<const uint4*>(wsm + 512 + lane * 16)};
+      // row g + 8 pair 2 hf + 1} of the lane's own 16 bytes per row (words 2 half, + 1 here).
+      const uint2 w[2] = {*reinterpret_cast<const uint2*>(wsm + lane * 16 + 8 * half),
+                          *reinterpret_cast<const uint2*>(wsm + 512 + lane * 16 + 8 * half)};
 #pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        const int word = ks / 2, i0 = 2 * (ks % 2);
-        frag[ks][0] = D::pair(word_of(w[0], word), i0, gr[0]);
-        frag[ks][1] = D::pair(word_of(w[1], word), i0, gr[1]);
-        frag[ks][2] = D::pair(word_of(w[0], word), i0 + 1, gr[0]);
-        frag[ks][3] = D::pair(word_of(w[1], word), i0 + 1, gr[1]);
+      for (int ks = 0; ks < 4; ++ks) {
+        const int i0 = 2 * (ks % 2);
+        const uint32_t w0 = ks < 2 ? w[0].x : w[0].y, w1 = ks < 2 ? w[1].x : w[1].y;
+        cur[ks][0] = D::pair(w0, i0, gr[0]);
+        cur[ks][1] = D::pair(w1, i0, gr[1]);
+        cur[ks][2] = D::pair(w0, i0 + 1, gr[0]);
+        cur[ks][3] = D::pair(w1, i0 + 1, gr[1]);
       }
     } else {
       // x in its own order: k-step ks takes K 16 ks .. + 15, held by lane (g, ks / 2) of the
@@ -264,34 +275,60 @@ __global__ void __launch_bounds__(kThreads, 1)
       // needs byte t (K 2 t, 2 t + 1) of each, for rows g and g + 8 (a broadcast to the four
       // lanes of a row).
 #pragma unroll
-      for (int src = 0; src < 4; ++src) {
-        const uint4 w[2] = {*reinterpret_cast<const uint4*>(wsm + (4 * g + src) * 16),
-                            *reinterpret_cast<const uint4*>(wsm + 512 + (4 * g + src) * 16)};
+      for (int src = 0; src < 2; ++src) {
+        const int unit = (4 * g + 2 * half + src) * 16;
+        const uint4 w[2] = {*reinterpret_cast<const uint4*>(wsm + unit),
+                            *reinterpret_cast<const uint4*>(wsm + 512 + unit)};
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int ks = 2 * src + half;
-          frag[ks][0] = D::byte_pair(word_of(w[0], 2 * half), at_byte2, lo_hi, gr[0]);
-          frag[ks][1] = D::byte_pair(word_of(w[1], 2 * half), at_byte2, lo_hi, gr[1]);
-          frag[ks][2] = D::byte_pair(word_of(w[0], 2 * half + 1), at_byte2, lo_hi, gr[0]);
-          frag[ks][3] = D::byte_pair(word_of(w[1], 2 * half + 1), at_byte2, lo_hi, gr[1]);
+        for (int hw = 0; hw < 2; ++hw) {
+          const int ks = 2 * src + hw;
+          cur[ks][0] = D::byte_pair(word_of(w[0], 2 * hw), at_byte2, lo_hi, gr[0]);
+          cur[ks][1] = D::byte_pair(word_of(w[1], 2 * hw), at_byte2, lo_hi, gr[1]);
+          cur[ks][2] = D::byte_pair(word_of(w[0], 2 * hw + 1), at_byte2, lo_hi, gr[0]);
+          cur[ks][3] = D::byte_pair(word_of(w[1], 2 * hw + 1), at_byte2, lo_hi, gr[1]);
         }
       }
     }
-    const uint32_t x_address = ring_address + s * L::kStageBytes;
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(cur[ks][r])::"memory");
+    const uint32_t x_address = ring_address + s * L::kStageBytes + half * L::kXPanelBytes;
     hopper::fence_registers(acc);
     hopper::wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const uint64_t desc =
-          hopper::smem_descriptor(x_address + (ks / 4) * L::kXPanelBytes + (ks % 4) * 32, 16, 1024);
-      hopper::WgmmaRsK<kTokens, kType>::mma(acc, frag[ks], desc);
+    for (int ks = 0; ks < 4; ++ks) {
+      const uint64_t desc = hopper::smem_descriptor(x_address + ks * 32, 16, 1024);
+      hopper::WgmmaRsK<kTokens, kType>::mma(acc, cur[ks], desc);
     }
     hopper::wgmma_commit();
     hopper::wgmma_wait<1>();
     hopper::fence_registers(acc);
-    if (i > 0) {  // the previous chunk's MMAs completed: its stage may be refilled
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) asm volatile("" ::"r"(prev[ks][r]) : "memory");
+    if (half == 0 && i > 0) {  // the previous chunk's MMAs completed: its stage may be refilled
       __syncwarp();
       if (lane == 0) hopper::mbarrier_arrive(empty_bar + 8 * ((i - 1) % kStages));
+    }
+  };
+
+#pragma unroll
+  for (int j = 0; j < kScaleAhead; ++j)
+    if (j < num_chunks) load_group(c_begin + j, raw_s[j], raw_z[j]);
+  uint32_t frag_a[4][4], frag_b[4][4];
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) frag_b[ks][r] = 0;
+  for (int i = 0; i < num_chunks; i += kScaleAhead) {
+#pragma unroll
+    for (int j = 0; j < kScaleAhead; ++j) {
+      if (i + j < num_chunks) {
+        half_chunk(i + j, j, 0, frag_a, frag_b);
+        half_chunk(i + j, j, 1, frag_b, frag_a);
+      }
     }
   }
   hopper::wgmma_wait<0>();
@@ -365,7 +402,7 @@ void launch_index(const W4A16Args& a, const CUtensorMap& map, int index, cudaStr
 }  // namespace
 
 void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms) {
-  const W4A16WgmmaConfig cfg = kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m)];
+  const W4A16WgmmaConfig cfg = kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m, a.group_size)];
   const int64_t tiles = ((a.n + kRowsPerBlock - 1) / kRowsPerBlock) * ((a.m + cfg.tokens - 1) / cfg.tokens);
   const int64_t chunks = a.k / kChunkK;
   int64_t splits = 1;
@@ -379,7 +416,7 @@ void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms) {
 
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
-  const int index = w4a16_wgmma_config_index(a.m);
+  const int index = w4a16_wgmma_config_index(a.m, a.group_size);
   const W4A16WgmmaConfig cfg = kW4A16WgmmaConfigs[index];
   if (cfg.permuted_x) {
     const int64_t units = int64_t{a.m} * (a.k / 8);
