@@ -2,8 +2,8 @@
 // the int4 weights as the A operand taken from registers (dequantized there, never written to
 // shared memory in 16 bits) and x as the B operand from shared memory.
 //
-// Block: two consumer warpgroups and a producer warp (one thread of it issues the copies): per
-// 128-K chunk the producer copies the x tile (tokens x 128
+// Block: two consumer warpgroups and a producer warpgroup (one thread of it issues the copies):
+// per 128-K chunk the producer copies the x tile (tokens x 128
 // values, two 128-byte-swizzled panels, by TMA) and the block's 128 weight rows (eight
 // contiguous 1 KiB pieces of the tile layout, one bulk copy each) into a ring of stages, each
 // completing on a "full" mbarrier. The two consumer warpgroups own 64 weight rows each (the
@@ -49,11 +49,14 @@
 namespace brisk::cuda {
 namespace {
 
-// Two consumer warpgroups (warps 0-7) and one producer warp (8). Not a producer warpgroup with
-// setmaxnreg: the compiler allocates registers for the launch bound of the whole block (170 a
-// thread at 384 threads), too few for 256 tokens' accumulators plus two fragment sets, and
-// then serializes the MMAs; at 288 threads every thread may use 224.
-constexpr int kThreads = 288;
+// Two consumer warpgroups (warps 0-7) and a producer warpgroup (8-11) that gives its registers
+// to the consumers (setmaxnreg): a block's warps share each SM sub-partition's 16K registers
+// three to one, so a lone producer warp would still cap every thread at 168 registers, too few
+// for 256 tokens' accumulators and two fragment sets.
+constexpr int kThreads = 384;
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
+static_assert(kProducerRegisters * 128 + kConsumerRegisters * 256 <= 65536);
 constexpr int kRowsPerBlock = 128;       // weight rows (outputs): 64 per consumer warpgroup
 constexpr int kTilesPerBlock = kRowsPerBlock / 16;
 constexpr int kChunkK = 128;             // K values per stage
@@ -154,7 +157,7 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
 }
 
 template <FloatType kType, int kTokens, int kStages, bool kPermutedX>
-__global__ void __maxnreg__(224)
+__global__ void __launch_bounds__(kThreads, 1)
     w4a16_wgmma_kernel(const W4A16Args a, const __grid_constant__ CUtensorMap x_map) {
   using L = Layout<kTokens, kStages>;
   using D = Dequant<kType>;
@@ -182,6 +185,7 @@ __global__ void __maxnreg__(224)
   __syncthreads();
 
   if (tid >= 256) {
+    hopper::registers_decrease<kProducerRegisters>();
     if (tid != 256) return;
     hopper::tma_prefetch_descriptor(&x_map);
     const int valid_tiles = static_cast<int>(min(int64_t{kTilesPerBlock}, a.n / 16 - tile0));
@@ -203,6 +207,7 @@ __global__ void __maxnreg__(224)
     return;
   }
 
+  hopper::registers_increase<kConsumerRegisters>();
   const int ctid = tid;
   const int wg = ctid / 128, warp = (ctid / 32) % 4, lane = ctid % 32, g = lane / 4, t = lane % 4;
   const int tile_in_block = 4 * wg + warp;
