@@ -104,8 +104,15 @@ struct W4A16WgmmaRule {
   int max_m;
   int config;
 };
+// Measured (H200, bf16 x, g128, GemmW4A16Perf.Prefill, exact fp32 dequantization; us, best
+// wgmma configuration / dequantize + cuBLASLt / dense cuBLASLt): gate_up M 128: 88 / 215 / 68,
+// M 512: 224 / 298 / 158, M 1024: 387 / 447 / 309, M 2048: 771 / 751 / 612; qkv M 512: 59 / 70 /
+// 37, M 1024: 117 / 103 / 70; o_proj M 1024: 60 / 69 / 46, M 2048: 118 / 112 / 89; down M 1024:
+// 187 / 221 / 149, M 2048: 378 / 365 / 296. 128 tokens a block up to M 128, 256 above (128 at
+// M 192-256 reads each weight tile twice: gate_up 171 vs 112); direct x beat permuted x except
+// on gate_up (within 5%). Past 1024 tokens the fallback's dense GEMM wins.
 inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{128, 2}, {1 << 30, 3}};
-inline constexpr int kW4A16WgmmaMaxRows = 1 << 30;
+inline constexpr int kW4A16WgmmaMaxRows = 1024;
 // Split K while the (N, M) tiles fill fewer than the SMs, each split at least this many 128-K
 // chunks (fp32 partials summed by launch_w4a16_reduce).
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;

@@ -22,11 +22,12 @@
 // 2 M K bytes, a few percent of the GEMM) and TMA loads that copy.
 //
 // Dequantization before the MMA, in any group size that is a multiple of 32 (a lane's 32 K
-// values of a chunk lie in one group): bf16: OR-ing nibbles into the mantissa of 128.0f gives
-// 128 + q exactly in fp32, then (128 + q) s - (128 + z) s by FMA and one rounding to bf16 (the
-// dequantize-then-GEMM path's single rounding, without rounding an f16 or f32 scale to bf16
-// first); f16: 1024 + q as packed f16, the exact difference with 1024 + z, one rounding of the
-// product with the f16 scale. Accumulation in fp32 in the wgmma.
+// values of a chunk lie in one group): on packed pairs of x's dtype, 1024 + q (f16) or 128 + q
+// (bf16) by a LOP3 with a magic number, the exact difference with the zero point, one rounding
+// of the product with the scale rounded to x's dtype (a second rounding where the checkpoint's
+// scales are of another dtype, as in w4a16_mma.cu's groups below 128; an exact fp32 product
+// cost seven instructions a pair instead of four or five, and this kernel is bound by them
+// below ~1000 tokens). Accumulation in fp32 in the wgmma.
 //
 // Split-K (when the (N, M) tiles leave SMs idle) writes fp32 partials that launch_w4a16_reduce
 // sums: deterministic and graph safe.
@@ -99,56 +100,59 @@ __device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
   return v;
 }
 
+// (q - z) s on packed 16-bit pairs: OR-ing two nibbles into the mantissas of a magic pair (bf16
+// 128, f16 1024) gives (offset + q) exactly, the difference with (offset + z) is exact, and the
+// product with the scale (in x's dtype) is rounded once. Five instructions a pair at most.
 template <FloatType kType>
 struct Dequant;
 template <>
 struct Dequant<FloatType::kBF16> {
-  // Per row and chunk: s and (128 + z) s in fp32.
-  struct Group {
-    float s, zs;
-  };
-  __device__ static Group group(float scale, uint32_t zero) {
-    return {scale, (128.0f + static_cast<float>(zero)) * scale};
+  static constexpr uint32_t kMagic = 0x43004300u;  // bf16 128 | 128
+  static constexpr float kOffset = 128.0f;
+  __device__ static uint32_t splat(float v) {
+    const __nv_bfloat162 h = __float2bfloat162_rn(v);
+    return *reinterpret_cast<const uint32_t*>(&h);
   }
-  // Nibbles i and i + 4 of word -> packed bf16 (q - z) s, rounded once.
-  __device__ static uint32_t pair(uint32_t word, int i, Group gr) {
-    const float lo = __uint_as_float(((word << (16 - 4 * i)) & 0x000F0000u) | 0x43000000u);
-    const float hi = __uint_as_float(((word >> (4 * i)) & 0x000F0000u) | 0x43000000u);
-    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(lo, gr.s, -gr.zs), fmaf(hi, gr.s, -gr.zs));
-    return *reinterpret_cast<const uint32_t*>(&r);
-  }
-  // Nibbles 2 t and 2 t + 1 (byte t) of word -> packed bf16 (q - z) s; at_byte2 = 0x0t00 moves
-  // byte t to bits 16..23.
-  __device__ static uint32_t byte_pair(uint32_t word, uint32_t at_byte2, uint32_t /*unused*/, Group gr) {
-    const uint32_t y = __byte_perm(word, 0u, at_byte2);
-    const float lo = __uint_as_float((y & 0x000F0000u) | 0x43000000u);
-    const float hi = __uint_as_float(((y >> 4) & 0x000F0000u) | 0x43000000u);
-    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(lo, gr.s, -gr.zs), fmaf(hi, gr.s, -gr.zs));
+  __device__ static uint32_t scale_pair(uint32_t q, uint32_t z2, uint32_t s2) {
+    const __nv_bfloat162 r = __hmul2(
+        __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&q), *reinterpret_cast<const __nv_bfloat162*>(&z2)),
+        *reinterpret_cast<const __nv_bfloat162*>(&s2));
     return *reinterpret_cast<const uint32_t*>(&r);
   }
 };
 template <>
 struct Dequant<FloatType::kF16> {
+  static constexpr uint32_t kMagic = 0x64006400u;  // f16 1024 | 1024
+  static constexpr float kOffset = 1024.0f;
+  __device__ static uint32_t splat(float v) {
+    const __half2 h = __float2half2_rn(v);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  __device__ static uint32_t scale_pair(uint32_t q, uint32_t z2, uint32_t s2) {
+    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&z2)),
+                              *reinterpret_cast<const __half2*>(&s2));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+};
+
+template <FloatType kType>
+struct Int4Pairs {
+  using M = Dequant<kType>;
+  // Per row and chunk: the scale and offset + z as packed pairs of x's dtype.
   struct Group {
-    uint32_t s2, z2;  // packed f16 pairs: the scale, 1024 + z
+    uint32_t s2, z2;
   };
   __device__ static Group group(float scale, uint32_t zero) {
-    const __half2 s = __float2half2_rn(scale), z = __float2half2_rn(1024.0f + static_cast<float>(zero));
-    return {*reinterpret_cast<const uint32_t*>(&s), *reinterpret_cast<const uint32_t*>(&z)};
+    return {M::splat(scale), M::splat(M::kOffset + static_cast<float>(zero))};
   }
+  // Nibbles i and i + 4 of word (permuted x).
   __device__ static uint32_t pair(uint32_t word, int i, Group gr) {
-    const uint32_t q = ((word >> (4 * i)) & 0x000F000Fu) | 0x64006400u;  // f16 1024 + q, both halves
-    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&gr.z2)),
-                              *reinterpret_cast<const __half2*>(&gr.s2));
-    return *reinterpret_cast<const uint32_t*>(&r);
+    return M::scale_pair(((word >> (4 * i)) & 0x000F000Fu) | M::kMagic, gr.z2, gr.s2);
   }
-  // Nibbles 2 t and 2 t + 1 (byte t) of word -> packed f16 (q - z) s: lo_hi = 0x(4+t)(4+t)tt puts
-  // byte t of word in byte 0 and byte t of word >> 4 (its high nibble low) in byte 2.
-  __device__ static uint32_t byte_pair(uint32_t word, uint32_t /*unused*/, uint32_t lo_hi, Group gr) {
-    const uint32_t q = (__byte_perm(word, word >> 4, lo_hi) & 0x000F000Fu) | 0x64006400u;
-    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&gr.z2)),
-                              *reinterpret_cast<const __half2*>(&gr.s2));
-    return *reinterpret_cast<const uint32_t*>(&r);
+  // Nibbles 2 t and 2 t + 1 (byte t) of word (direct x): lo_hi = 0x(4+t)(4+t)tt puts byte t of
+  // word in byte 0 and byte t of word >> 4 (its high nibble low) in byte 2.
+  __device__ static uint32_t byte_pair(uint32_t word, uint32_t lo_hi, Group gr) {
+    return M::scale_pair((__byte_perm(word, word >> 4, lo_hi) & 0x000F000Fu) | M::kMagic, gr.z2, gr.s2);
   }
 };
 
@@ -160,7 +164,7 @@ template <FloatType kType, int kTokens, int kStages, bool kPermutedX>
 __global__ void __launch_bounds__(kThreads, 1)
     w4a16_wgmma_kernel(const W4A16Args a, const __grid_constant__ CUtensorMap x_map) {
   using L = Layout<kTokens, kStages>;
-  using D = Dequant<kType>;
+  using D = Int4Pairs<kType>;
   extern __shared__ uint8_t shared_raw[];
   uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t{1023});
   const uint32_t ring_address = shared_address(ring);
@@ -216,7 +220,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t row[2] = {min(tile * 16 + g, a.n - 1), min(tile * 16 + 8 + g, a.n - 1)};
   const int64_t num_groups = a.k / a.group_size;
   const bool f32_scales = a.scale_type == FloatType::kF32;
-  const uint32_t at_byte2 = static_cast<uint32_t>(t) << 8;  // byte_pair's selectors (direct x)
   const uint32_t lo_hi = static_cast<uint32_t>(t * 0x11 + (4 + t) * 0x1100);
 
   // The lane's scale and zero point of rows g, g + 8 for chunk c (permuted x: K 128 c + 32 t ..
@@ -287,10 +290,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int hw = 0; hw < 2; ++hw) {
           const int ks = 2 * src + hw;
-          cur[ks][0] = D::byte_pair(word_of(w[0], 2 * hw), at_byte2, lo_hi, gr[0]);
-          cur[ks][1] = D::byte_pair(word_of(w[1], 2 * hw), at_byte2, lo_hi, gr[1]);
-          cur[ks][2] = D::byte_pair(word_of(w[0], 2 * hw + 1), at_byte2, lo_hi, gr[0]);
-          cur[ks][3] = D::byte_pair(word_of(w[1], 2 * hw + 1), at_byte2, lo_hi, gr[1]);
+          cur[ks][0] = D::byte_pair(word_of(w[0], 2 * hw), lo_hi, gr[0]);
+          cur[ks][1] = D::byte_pair(word_of(w[1], 2 * hw), lo_hi, gr[1]);
+          cur[ks][2] = D::byte_pair(word_of(w[0], 2 * hw + 1), lo_hi, gr[0]);
+          cur[ks][3] = D::byte_pair(word_of(w[1], 2 * hw + 1), lo_hi, gr[1]);
         }
       }
     }
