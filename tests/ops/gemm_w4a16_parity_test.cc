@@ -11,9 +11,10 @@
 //   atol = 1e-3 * sqrt(K) for both;
 // - otherwise M <= 16 (CUDA-core kernel, fp32 dequantization and accumulation in another order,
 //   plus the zero-point folding's cancellation): atol = 2e-4 * sqrt(K);
-// - otherwise (16-bit x: the wgmma kernel for the tile layout in its M range, else dequantized to
-//   x's dtype, then cuBLASLt): one rounding of every weight for 16-bit x (atol = 1e-3 * sqrt(K)),
-//   exact for f32 x (atol = 2e-4 * sqrt(K)).
+// - otherwise (16-bit x: the wgmma kernel for the tile layout in its M range, which rounds the
+//   scale to x's dtype and then each weight, as the tensor-core kernel's small groups; else
+//   dequantized to x's dtype, then cuBLASLt: one rounding of every weight): atol = 1e-3 *
+//   sqrt(K) for 16-bit x, exact for f32 x (atol = 2e-4 * sqrt(K)).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -3,7 +3,8 @@
 //
 // M <= kW4A16MmaMaxRows with 16-bit x and K % 128 == 0: the tensor-core kernel of
 // w4a16_mma.cu in the configuration the rules below pick. Otherwise: M <= kW4A16MaxRows (16) the
-// CUDA-core kernel of w4a16_small_m.cu (f32 x, or K not a multiple of 128), and larger M the
+// CUDA-core kernel of w4a16_small_m.cu (f32 x, or K not a multiple of 128), for prefill M up to
+// kW4A16WgmmaMaxRows the wgmma kernel of w4a16_wgmma.cu (the last section), and otherwise the
 // weight is dequantized into scratch and multiplied by cuBLASLt.
 #pragma once
 
@@ -104,25 +105,29 @@ struct W4A16WgmmaRule {
   int max_m;
   int config;
 };
-// Measured (H200, bf16 x, g128, GemmW4A16Perf.Prefill, exact fp32 dequantization; us, best
-// wgmma configuration / dequantize + cuBLASLt / dense cuBLASLt): gate_up M 128: 88 / 215 / 68,
-// M 512: 224 / 298 / 158, M 1024: 387 / 447 / 309, M 2048: 771 / 751 / 612; qkv M 512: 59 / 70 /
-// 37, M 1024: 117 / 103 / 70; o_proj M 1024: 60 / 69 / 46, M 2048: 118 / 112 / 89; down M 1024:
-// 187 / 221 / 149, M 2048: 378 / 365 / 296. 128 tokens a block up to M 128, 256 above (128 at
-// M 192-256 reads each weight tile twice: gate_up 171 vs 112); direct x beat permuted x except
-// on gate_up (within 5%). Past 1024 tokens the fallback's dense GEMM wins.
+// Measured (H200, bf16 x, g128, GemmW4A16Perf.Prefill; us, the rules' configuration /
+// dequantize + cuBLASLt / dense cuBLASLt on a bf16 weight, same run): gate_up M 65: 77 / 209 /
+// 64, M 128: 78 / 213 / 66, M 512: 210 / 296 / 152, M 1024: 366 / 440 / 301, M 2048 (an earlier
+// run, fp32 dequantization): 771 / 751 / 612; qkv M 128: 30 / 52 / 17, M 512: 53 / 70 / 36,
+// M 1024: 106 / 103 / 68; o_proj M 128: 20 / 38 / 15, M 1024: 55 / 69 / 45, M 2048 (earlier):
+// 118 / 112 / 89; down M 128: 43 / 114 / 38, M 1024: 170 / 219 / 146, M 2048 (earlier): 378 /
+// 365 / 296. 128 tokens a block up to M 128 (256 pads M 65-128 to twice the MMAs: gate_up 150
+// vs 77 at M 65), 256 above (128 reads every weight tile twice at M 192-256: 152 vs 106);
+// direct x beat permuted x by 0-10% except on gate_up at M >= 512 (within 3%). Past 1024 tokens
+// the fallback's dense GEMM is as fast or faster.
 inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{128, 2}, {1 << 30, 3}};
 inline constexpr int kW4A16WgmmaMaxRows = 1024;
 // Split K while the (N, M) tiles fill fewer than the SMs, each split at least this many 128-K
 // chunks (fp32 partials summed by launch_w4a16_reduce).
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
 
-// Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration, -2 turns the wgmma
-// kernel off (the dequantizing fallback everywhere).
+// Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration (for every M past the
+// mma.sync kernel's), -2 turns the wgmma kernel off (the dequantizing fallback everywhere).
 inline int w4a16_wgmma_config_override = -1;
 
 inline bool w4a16_wgmma_enabled(int m) {
   if (w4a16_wgmma_config_override == -2) return false;
+  if (w4a16_wgmma_config_override >= 0) return m > kW4A16MmaMultiPassMaxRows;  // tuning: any M
   return m > kW4A16MmaMultiPassMaxRows && m <= kW4A16WgmmaMaxRows;
 }
 // The configuration for M and the group size: reading x directly needs one group per 128-K

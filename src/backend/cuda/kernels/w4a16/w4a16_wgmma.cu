@@ -3,23 +3,29 @@
 // shared memory in 16 bits) and x as the B operand from shared memory.
 //
 // Block: two consumer warpgroups and a producer warpgroup (one thread of it issues the copies):
-// per 128-K chunk the producer copies the x tile (tokens x 128
-// values, two 128-byte-swizzled panels, by TMA) and the block's 128 weight rows (eight
-// contiguous 1 KiB pieces of the tile layout, one bulk copy each) into a ring of stages, each
-// completing on a "full" mbarrier. The two consumer warpgroups own 64 weight rows each (the
-// wgmma's M), warp w of one the 16-row tile 4 wg + w; both multiply by the same x tile (the
-// wgmma's N = tokens per block) and release a stage ("empty" mbarrier) once their MMAs reading it
-// completed.
+// per 128-K chunk the producer copies the x tile (tokens x 128 values, two 128-byte-swizzled
+// panels, by TMA) and the block's 128 weight rows (eight contiguous 1 KiB pieces of the tile
+// layout, one bulk copy each) into a ring of stages, each completing on a "full" mbarrier. The
+// two consumer warpgroups own 64 weight rows each (the wgmma's M), warp w of one the 16-row tile
+// 4 wg + w; both multiply by the same x tile (the wgmma's N = tokens per block), in half chunks
+// of 4 k-steps whose MMAs overlap the next half's dequantization, and release a stage ("empty"
+// mbarrier) once their MMAs reading it completed. Grid: (N / 128, M / tokens, K splits).
 //
-// Why x is permuted first: in the tile layout (Int4Layout::kTiles16, the contract with the
-// decode kernel of w4a16_mma.cu) lane (g, t) of a warp holds 32 consecutive K values of rows g
-// and g + 8 per chunk: K 32 t + 8 w + i for word w, nibble i. One LOP3 turns nibbles (i, i + 4)
-// into a 16-bit pair, which the m16n8k16 A fragment (the RS wgmma's per-warp A) wants as the
-// logical k pair (2 t, 2 t + 1) or (2 t + 8, 2 t + 9) of a 16-wide k-step. So k-step s = 2 w + hf
-// (hf = 0, 1) of a chunk takes, at logical k = 8 b + 2 t + e, the physical K value
-// 32 t + 8 w + 2 hf + b + 4 e; the wgmma reads logical k in column order, so a small kernel first
-// writes x with each chunk's 128 columns in that order (permute_x_kernel; a write and a read of
-// 2 M K bytes, a few percent of the GEMM) and TMA loads that copy.
+// The K order. In the tile layout (Int4Layout::kTiles16, the contract with the decode kernel of
+// w4a16_mma.cu) lane (g, t) of a warp streams 32 consecutive K values of rows g and g + 8 per
+// chunk: K 32 t + 8 w + i for word w, nibble i. The m16n8k16 A fragment (the RS wgmma's per-warp
+// A) holds, per lane, the logical k pairs (2 t, 2 t + 1) and (2 t + 8, 2 t + 9) of a 16-wide
+// k-step, and the wgmma reads x's logical k in column order. Two ways to match them:
+// - direct x (group_size % 128 == 0, the rules' choice): k-step ks is K 16 ks .. + 15 of x as it
+//   is (TMA reads the caller's x), and each lane gathers its pairs from the stage's shared copy
+//   of the weights: byte t (K 2 t, 2 t + 1) of words 2 (ks % 2) and + 1 of lane (g, ks / 2)'s
+//   16 bytes, a broadcast to the four lanes of a row. A chunk's K values then spread over the
+//   lane's k-steps, so one scale per chunk needs groups of 128.
+// - permuted x (any group that is a multiple of 32): each lane dequantizes its own 32 K values
+//   (one group), nibbles (i, i + 4) of word w into the pair of k-step s = 2 w + hf (hf = i / 2),
+//   so k-step s takes, at logical k = 8 b + 2 t + e, the physical K value 32 t + 8 w + 2 hf + b
+//   + 4 e; a small kernel first writes x with each chunk's 128 columns in that order
+//   (permute_x_kernel: a write and a read of 2 M K bytes) and TMA loads that copy.
 //
 // Dequantization before the MMA, in any group size that is a multiple of 32 (a lane's 32 K
 // values of a chunk lie in one group): on packed pairs of x's dtype, 1024 + q (f16) or 128 + q
