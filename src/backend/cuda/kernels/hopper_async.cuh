@@ -103,6 +103,13 @@ __device__ __forceinline__ uint64_t smem_descriptor(uint32_t address, uint32_t l
   return static_cast<uint64_t>((address & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
          (static_cast<uint64_t>(sbo >> 4) << 32) | (uint64_t{1} << 62);
 }
+// The descriptor of the operand `bytes` further on (a k-step, the next panel): one 32-bit add on
+// the start-address field (shared addresses stay below 2^18, so it never carries out of the low
+// word), the high word shared; cheaper than building each descriptor from its address.
+__device__ __forceinline__ uint64_t smem_descriptor_advance(uint64_t descriptor, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(descriptor) + (bytes >> 4);
+  return (descriptor & 0xFFFFFFFF00000000ull) | lo;
+}
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }

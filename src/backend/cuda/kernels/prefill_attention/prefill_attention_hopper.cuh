@@ -221,7 +221,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   const int t4 = lane % 4;
   const int warp_row0 = warp * 16;  // this thread's rows: warp_row0 + g + 8 h
   const float scale_log2 = a.scale * kLog2e;
-  const uint32_t q_address = shared_address(q_s) + wg_row0 * hopper::kPanelRowBytes;
+  const uint64_t q_desc = hopper::smem_descriptor(shared_address(q_s) + wg_row0 * hopper::kPanelRowBytes, 16, 1024);
   const uint32_t ring_address = shared_address(ring_s);
   // Ping-pong (kLoopPingPong): the consumer warpgroups take turns issuing their MMAs (named
   // barriers 4 and 5), so one's softmax runs while the other's MMAs occupy the tensor cores;
@@ -280,26 +280,27 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     };
     // S = Q K^T: head_dim / 16 k-steps, 4 per panel; one commit group.
     auto issue_s = [&](float (&sc)[kTileKeys / 2], int t) {
-      const uint32_t k_address = ring_address + ((it + t) % kStages) * C::kStageBytes;
+      const uint64_t k_desc = hopper::smem_descriptor(ring_address + ((it + t) % kStages) * C::kStageBytes, 16, 1024);
       hopper::fence_registers(sc);
       hopper::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) {
         const uint32_t step = (kk % 4) * 32;  // 16 columns into the panel
-        const uint64_t qd = hopper::smem_descriptor(q_address + (kk / 4) * C::kQPanelBytes + step, 16, 1024);
-        const uint64_t kd = hopper::smem_descriptor(k_address + (kk / 4) * C::kKvPanelBytes + step, 16, 1024);
+        const uint64_t qd = hopper::smem_descriptor_advance(q_desc, (kk / 4) * C::kQPanelBytes + step);
+        const uint64_t kd = hopper::smem_descriptor_advance(k_desc, (kk / 4) * C::kKvPanelBytes + step);
         hopper::Wgmma<kTileKeys, kKvType>::ss(sc, qd, kd, kk > 0);
       }
       hopper::wgmma_commit();
     };
     // O += P V: V rows are keys (K), columns head dims (N), N-major panels; one commit group.
     auto issue_pv = [&](const uint32_t (&p)[kTileKeys / 16][4], int t) {
-      const uint32_t v_address = ring_address + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
+      const uint64_t v_desc = hopper::smem_descriptor(
+          ring_address + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes, C::kKvPanelBytes, 1024);
       hopper::fence_registers(o);
       hopper::wgmma_fence();
 #pragma unroll
       for (int j = 0; j < kTileKeys / 16; ++j) {
-        const uint64_t vd = hopper::smem_descriptor(v_address + j * 16 * hopper::kPanelRowBytes, C::kKvPanelBytes, 1024);
+        const uint64_t vd = hopper::smem_descriptor_advance(v_desc, j * 16 * hopper::kPanelRowBytes);
         hopper::Wgmma<kHeadDim, kKvType>::rs_b_mn(o, p[j], vd);
       }
       hopper::wgmma_commit();
@@ -322,10 +323,10 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     };
     // Mask and online softmax: the running max m of the raw scores (the scale is positive), S
     // becomes exp2(S scale log2e - m scale log2e) in place (fp32, one FFMA and one ex2 each),
-    // alpha the factor that rescales the rows' earlier O and l.
-    auto softmax = [&](float (&sc)[kTileKeys / 2], int t, float (&alpha)[2]) {
-      const int key0 = key_base + t * kTileKeys;
-      const bool masked = key0 + kTileKeys - 1 > warp_first || key0 < all_lo;
+    // alpha the factor that rescales the rows' earlier O and l. The mask is its own code path,
+    // taken (warp-uniformly) only on tiles that cross a row's causal / window bound: as a
+    // predicate on every tile it cost ~5 instructions an element (a third of the loop).
+    auto softmax_rows = [&](float(&sc)[kTileKeys / 2], int key0, float(&alpha)[2], bool masked) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         // Four independent partial maxima: short dependency chains.
@@ -335,7 +336,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float v = sc[4 * n + 2 * h + e];
-            if (masked) {
+            if (masked) {  // a constant in each inlined call
               const int key = key0 + n * 8 + 2 * t4 + e;
               if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
               sc[4 * n + 2 * h + e] = v;
@@ -355,22 +356,33 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         }
       }
     };
+    auto softmax = [&](float(&sc)[kTileKeys / 2], int t, float(&alpha)[2]) {
+      const int key0 = key_base + t * kTileKeys;
+      if (key0 + kTileKeys - 1 > warp_first || key0 < all_lo) {
+        softmax_rows(sc, key0, alpha, true);
+      } else {
+        softmax_rows(sc, key0, alpha, false);
+      }
+    };
     // P in the KV dtype as the A operand of P V (k-step j: keys 16 j ..: chunks 2 j (a0: row g,
-    // a1: row g + 8) and 2 j + 1 (a2, a3)); l = l alpha + the rounded weights.
+    // a1: row g + 8) and 2 j + 1 (a2, a3)); l = l alpha + the fp32 weights (summing the rounded
+    // ones cost a conversion back per weight; the output moves by at most u max|v| either way).
     auto pack = [&](const float (&sc)[kTileKeys / 2], const float (&alpha)[2], uint32_t (&p)[kTileKeys / 16][4]) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float part_sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // independent partial sums
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
-          float r0, r1;
-          p[n / 2][(n & 1) * 2 + h] = Kv::pack(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1], r0, r1);
-          part_sum[n % 4] += r0 + r1;
+          p[n / 2][(n & 1) * 2 + h] = Kv::pack(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1]);
+          part_sum[n % 4] += sc[4 * n + 2 * h] + sc[4 * n + 2 * h + 1];
         }
         l[h] = l[h] * alpha[h] + ((part_sum[0] + part_sum[1]) + (part_sum[2] + part_sum[3]));
       }
     };
+    // O *= alpha; skipped when no row of the warp saw a new maximum (alpha is exactly 1 then),
+    // which is most tiles past the first few of a long row.
     auto rescale = [&](const float (&alpha)[2]) {
+      if (!__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) return;
 #pragma unroll
       for (int n = 0; n < kOChunks; ++n) {
 #pragma unroll
