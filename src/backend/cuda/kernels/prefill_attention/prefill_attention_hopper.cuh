@@ -74,7 +74,8 @@ struct HopperConfig {
   static constexpr int kTileBytes = kPanels * kKvPanelBytes;  // K (or V) of one stage
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kBarrierOffset = kQBytes + kStages * kStageBytes;
-  static constexpr int kSharedBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment slack
+  static constexpr int kBarriers = 2 * kStages + 2;  // full / empty per stage, q full / empty
+  static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;  // + alignment slack
   static constexpr int kProducerRegisters = 56;
   static constexpr int kConsumerRegisters = 224;
   static_assert(kHeadDim % hopper::kPanelCols == 0 && kStages >= 2);
@@ -91,9 +92,12 @@ constexpr int kLoopSerial = 0;
 constexpr int kLoopOverlap = 1;
 constexpr int kLoopPingPong = 2;
 
+// q_by_tma: the producer loads each item's Q tile with one 3-d box per panel (q in the KV dtype,
+// aligned, kRows a multiple of the group); else the consumers load and convert it.
 struct HopperLaunchExtras {
   int box_rows_log2 = 4;
   int oob_row = 0;
+  bool q_by_tma = false;
 };
 
 // One work item of the persistent kernel: (kv head, sequence, row tile) and the keys its rows see.
@@ -129,7 +133,8 @@ __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a,
 template <FloatType kKvType, typename C, int kLoop>
 __global__ void __launch_bounds__(C::kThreads, 1)
 prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
-                                const __grid_constant__ CUtensorMap v_map, const HopperLaunchExtras extras) {
+                                const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap q_map,
+                                const HopperLaunchExtras extras) {
   constexpr int kHeadDim = C::kHeadDim;
   constexpr int kTileKeys = C::kTileKeys;
   constexpr int kStages = C::kStages;
@@ -145,6 +150,11 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   uint8_t* ring_s = shared + C::kQBytes;  // kStages x {K, V}, each kPanels x [kTileKeys x 128 bytes]
   const uint32_t full_bar = shared_address(shared + C::kBarrierOffset);  // kStages barriers of 8 bytes
   const uint32_t empty_bar = full_bar + kStages * 8;
+  // Q by TMA: q_full completes when an item's Q tile landed, q_empty when every consumer warp's
+  // last S = Q K^T of the item completed (the producer then loads the next item's Q over it).
+  const uint32_t q_full_bar = empty_bar + kStages * 8;
+  const uint32_t q_empty_bar = q_full_bar + 8;
+  const bool q_by_tma = extras.q_by_tma;
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
@@ -157,6 +167,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       hopper::mbarrier_init(full_bar + 8 * s, 1);
       hopper::mbarrier_init(empty_bar + 8 * s, C::kConsumerWarps);
     }
+    hopper::mbarrier_init(q_full_bar, 1);
+    hopper::mbarrier_init(q_empty_bar, C::kConsumerWarps);
     hopper::mbarrier_init_fence();
   }
   __syncthreads();
@@ -171,11 +183,25 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     if (lane == 0) {
       hopper::tma_prefetch_descriptor(&k_map);
       hopper::tma_prefetch_descriptor(&v_map);
+      if (q_by_tma) hopper::tma_prefetch_descriptor(&q_map);
     }
     int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
+    int items_done = 0;  // items this block took so far (the q barriers' phases)
     for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
       const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
       if (w.num_rows <= 0) continue;
+      // The item's Q tile, once the consumers' last S of the previous item completed: issued
+      // after the item's first K / V tile, so that tile's copy is not held up behind the wait.
+      auto load_q = [&] {
+        if (!q_by_tma || lane != 0) return;
+        hopper::mbarrier_wait(q_empty_bar, (items_done & 1) ^ 1);
+        hopper::mbarrier_arrive_expect_tx(q_full_bar, C::kQBytes);
+        const uint32_t q_dst = shared_address(q_s);
+#pragma unroll
+        for (int p = 0; p < kPanels; ++p)
+          hopper::tma_load_3d(q_dst + p * C::kQPanelBytes, &q_map, p * hopper::kPanelCols, w.kv_head * group,
+                              w.q_begin + w.row0 / group, q_full_bar);
+      };
       const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
       // Row of the tensor maps where this lane's box of tile t starts.
       auto box_row = [&](int t) {
@@ -204,7 +230,10 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
           }
         }
         row = next_row;
+        if (t == 0) load_q();
       }
+      if (w.num_tiles == 0) load_q();
+      ++items_done;
     }
     return;
   }
@@ -234,23 +263,38 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   };
   if (kLoop == kLoopPingPong && wg == 1) hopper::named_barrier_arrive(4, 256);
   int it = 0;  // tiles consumed so far
+  int items_done = 0;
   for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
     const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
     if (w.num_rows <= 0) continue;
     const int num_rows = w.num_rows, row0 = w.row0, kv_head = w.kv_head, q_begin = w.q_begin;
     const int key_base = w.key_base, key_end = w.key_end, num_tiles = w.num_tiles, past = w.past;
 
-    // The warpgroup's q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
-    constexpr int kChunks = kHeadDim / 8;
-    for (int e = wg_tid; e < 64 * kChunks; e += 128) {
-      const int r = wg_row0 + e / kChunks;
-      const int c = e % kChunks;
-      const uint4 words =
-          r < num_rows ? load_q_chunk<kKvType, kHeadDim>(a, q_begin, row0 + r, group, kv_head, c) : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
+    if (q_by_tma) {
+      // Rows past num_rows hold the next tokens' q (or zeros past the tensor): they only feed
+      // their own S rows, which are never written out.
+      hopper::mbarrier_wait(q_full_bar, items_done & 1);
+    } else {
+      // The warpgroup's q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
+      constexpr int kChunks = kHeadDim / 8;
+      for (int e = wg_tid; e < 64 * kChunks; e += 128) {
+        const int r = wg_row0 + e / kChunks;
+        const int c = e % kChunks;
+        const uint4 words = r < num_rows ? load_q_chunk<kKvType, kHeadDim>(a, q_begin, row0 + r, group, kv_head, c)
+                                         : make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
+      }
+      hopper::fence_proxy_async();  // the q stores, before wgmma reads them
+      hopper::named_barrier_sync(2 + wg, 128);
     }
-    hopper::fence_proxy_async();  // the q stores, before wgmma reads them
-    hopper::named_barrier_sync(2 + wg, 128);
+    ++items_done;
+    // After this warp's last S of the item completed: the producer may load the next Q.
+    auto release_q = [&] {
+      if (!q_by_tma) return;
+      __syncwarp();
+      if (lane == 0) hopper::mbarrier_arrive(q_empty_bar);
+    };
+    if (num_tiles == 0) release_q();
 
     int row_hi[2], row_lo[2];  // visible keys [row_lo, row_hi]
 #pragma unroll
@@ -403,6 +447,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         issue_s(sc, t);
         hopper::wgmma_wait<0>();
         hopper::fence_registers(sc);
+        if (t == num_tiles - 1) release_q();
         zero_tail(t);
         softmax(sc, t, alpha);
         rescale(alpha);
@@ -420,6 +465,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       mma_turn_end();
       hopper::wgmma_wait<0>();
       hopper::fence_registers(sc);
+      if (num_tiles == 1) release_q();
       zero_tail(0);
       softmax(sc, 0, alpha);
       pack(sc, alpha, p);  // O is still zero: no rescale
@@ -431,6 +477,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         mma_turn_end();
         hopper::wgmma_wait<1>();  // S of tile t
         hopper::fence_registers(sc);
+        if (t == num_tiles - 1) release_q();
         zero_tail(t);
         softmax(sc, t, alpha);
         hopper::wgmma_wait<0>();  // P V of tile t - 1: p and O are free
@@ -467,7 +514,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 
 template <FloatType kKvType, int kHeadDim, int kStages, int kLoop>
 void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
-                                              const CUtensorMap& v_map, const HopperLaunchExtras& extras,
+                                              const CUtensorMap& v_map, const CUtensorMap& q_map,
+                                              const HopperLaunchExtras& extras,
                                               int num_sms, cudaStream_t stream) {
   using Config = HopperConfig<kHeadDim, kStages>;
   constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop>;
@@ -475,7 +523,7 @@ void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, con
   // Persistent: one block per SM (at most one per item) strides over the items.
   const int64_t items = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles;
   const int grid = static_cast<int>(items < num_sms ? items : num_sms);
-  kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, extras);
+  kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, q_map, extras);
   BRISK_CUDA_CHECK_LAUNCH();
 }
 
