@@ -241,9 +241,12 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   // Consumer warpgroups.
   hopper::registers_increase<C::kConsumerRegisters>();
   const int ctid = tid - 128;        // 0 .. 128 kConsumerWgs - 1
-  const int wg = ctid / 128;         // consumer warpgroup
+  // Through a shuffle from lane 0 the compiler knows these are warp-uniform: the wgmma
+  // descriptors built from them then live in uniform registers instead of being moved there
+  // before every wgmma.
+  const int wg = __shfl_sync(0xFFFFFFFFu, ctid / 128, 0);  // consumer warpgroup
   const int wg_tid = ctid % 128;
-  const int warp = ctid / 32;        // consumer warp
+  const int warp = __shfl_sync(0xFFFFFFFFu, ctid / 32, 0);  // consumer warp
   const int wg_row0 = wg * 64;
 
   const int g = lane / 4;
@@ -349,21 +352,24 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       }
       hopper::wgmma_commit();
     };
-    // The block's last tile: V rows past key_end become zeros before P V reads them (both
-    // consumer warpgroups share the work, then meet).
+    // The item's last tile: V rows past key_end become zeros before P V reads them. Each
+    // consumer warpgroup zeroes all of them itself and waits only for its own threads: a barrier
+    // of both warpgroups here stalled the one ahead in the ping-pong by about half a tile per
+    // item. The two write the same zeros to the same bytes, so whichever P V reads a row while
+    // the other warpgroup stores to it still sees zeros.
     auto zero_tail = [&](int t) {
       const int valid = key_end - (key_base + t * kTileKeys);
       if (t != num_tiles - 1 || valid >= kTileKeys) return;
       constexpr int kChunksPerRow = kPanels * 8;
       uint8_t* v_s = ring_s + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
-      for (int e = ctid + valid * kChunksPerRow; e < kTileKeys * kChunksPerRow; e += 128 * C::kConsumerWgs) {
+      for (int e = wg_tid + valid * kChunksPerRow; e < kTileKeys * kChunksPerRow; e += 128) {
         const int r = e / kChunksPerRow;
         const int c = e % kChunksPerRow;
         *reinterpret_cast<uint4*>(v_s + (c / 8) * C::kKvPanelBytes + r * hopper::kPanelRowBytes + (c % 8) * 16) =
             make_uint4(0, 0, 0, 0);
       }
       hopper::fence_proxy_async();
-      hopper::named_barrier_sync(1, 128 * C::kConsumerWgs);
+      hopper::named_barrier_sync(2 + wg, 128);
     };
     // Mask and online softmax: the running max m of the raw scores (the scale is positive), S
     // becomes exp2(S scale log2e - m scale log2e) in place (fp32, one FFMA and one ex2 each),
@@ -375,14 +381,17 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       for (int h = 0; h < 2; ++h) {
         // Four independent partial maxima: short dependency chains.
         float part_max[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        // The visible keys as offsets from this thread's first column: each element's offset is
+        // a constant after unrolling (one compare pair and a select each).
+        const int hi = row_hi[h] - key0 - 2 * t4;
+        const int lo = row_lo[h] - key0 - 2 * t4;
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float v = sc[4 * n + 2 * h + e];
             if (masked) {  // a constant in each inlined call
-              const int key = key0 + n * 8 + 2 * t4 + e;
-              if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
+              if (n * 8 + e > hi || n * 8 + e < lo) v = -INFINITY;
               sc[4 * n + 2 * h + e] = v;
             }
             part_max[n % 4] = fmaxf(part_max[n % 4], v);
