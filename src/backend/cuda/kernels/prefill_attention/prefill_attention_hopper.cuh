@@ -15,15 +15,20 @@
 // (or of a tile's worth of a larger block), one TMA box per 64-column panel, the block id read
 // from the block table one tile ahead. Boxes past the keys the item needs, or whose block id is
 // outside the table or the cache, are aimed outside the tensor map: the copy engine writes
-// zeros. Warpgroups 1 .. kConsumerWgs are consumers, 64 rows each: Q (converted to the KV dtype)
-// is staged per item into swizzled panels; per tile S = Q K^T with wgmma from shared memory
-// (both K-major), mask (only on tiles that cross a row's causal / window bound), online softmax
-// (running max of the raw scores, weights exp2(S scale log2e - max scale log2e): one FFMA and
-// one ex2 each), P rounded to the KV dtype in registers (the row sums add the rounded weights),
-// O += P V with P as the register A operand and V read N-major, then the stage is released (one
-// arrival per consumer warp). On an item's last tile the V rows past its last key are zeroed
-// first (the cache may hold anything past a sequence's context; P is 0 there but 0 * NaN is
-// not).
+// zeros. It also loads each item's Q tile (q_by_tma: q in the KV dtype, 16-byte rows, whole
+// tokens per item): one 3-d box (64 columns x group heads x kRows / group tokens) per panel,
+// issued after the item's first K/V tile once the consumers' last S of the previous item
+// completed (the q_full / q_empty barriers), so it lands while they finish that item. Else the
+// consumers convert and stage Q themselves per item. Warpgroups 1 .. kConsumerWgs are
+// consumers, 64 rows each: per tile S = Q K^T with wgmma from shared memory (both K-major),
+// mask (its own code path, only on tiles that cross a row's causal / window bound), online
+// softmax (running max of the raw scores, weights exp2(S scale log2e - max scale log2e): one
+// FFMA and one ex2 each; the rows' sums of the fp32 weights), P rounded to the KV dtype in
+// registers, O rescaled only when some row of the warp saw a new max, O += P V with P as the
+// register A operand and V read N-major, then the stage is released (one arrival per consumer
+// warp). On an item's last tile the V rows past its last key are zeroed first (the cache may
+// hold anything past a sequence's context; P is 0 there but 0 * NaN is not), by each consumer
+// warpgroup for itself.
 //
 // Main loop (kLoop): ping-pong by default: tile t's S = Q K^T and softmax run while tile t - 1's
 // P V is on the tensor cores, and the two consumer warpgroups take turns issuing their MMAs
@@ -33,14 +38,23 @@
 // Epilogue: O / l in the output dtype, straight from the accumulators.
 //
 // Measured (H200, bf16, 32 / 8 heads, hd 128, causal; TFLOP/s of useful FLOPs, 2026-11-30):
-// 4 x 4096: 398-402, 1 x 16384: 469-471, 64 ragged 100-2000: 263-265, 2048 after 14336:
-// 486-492 (the mma.sync kernel: 230 / 248 / 192 / 239; cuDNN in the same run 604 / 647 /
-// 177 padded, 298 one at a time / 297). Probes (since removed) timed the parts alone: the loads
-// without the math run at 718 / 891 / 404 / 887, the math on stale stages at 433 / 529 / 286 /
-// 540: the consumers bound it. Steps that moved it: ex2.approx instead of exp2f (+10%), the FFMA
-// softmax with ping-pong (+9% together; ping-pong alone 0-3% over the overlap-only loop); a
-// cp.async gather producer instead of TMA was slower (289 / 326 / 213 / 317); partial max / sum
-// accumulators changed nothing.
+// 4 x 4096: 514, 1 x 16384: 590, 64 ragged 100-2000: 373, 2048 after 14336: 580 (cuDNN in the
+// same session 592 / 565 / 176 padded, 298 one at a time / 293; FA2 305 / 333 / 102 / 337).
+// Earlier: 398-402 / 469-471 / 263-265 / 486-492; the mma.sync kernel 230 / 248 / 192 / 239.
+// Probes (since removed) timed the parts alone: the loads without the math run at 718 / 891 /
+// 404 / 887, the math on stale stages (then) at 433 / 529 / 286 / 540. Steps that moved it:
+// ex2.approx instead of exp2f (+10%), the FFMA softmax with ping-pong (+9% together; ping-pong
+// alone 0-3% over the overlap-only loop); then the mask as its own code path (it had been a
+// predicate on every element: ~330 of the ~960 instructions of a tile), the fp32 row sums and
+// the skipped O rescale, together 400 -> 416 / 465 -> 506 / 266 -> 265 / 490 -> 526; Q by TMA
+// for the next item -> 471 / 536 / 349 / 536 (BRISK_PREFILL_Q=consumers keeps the old load);
+// the warpgroup index made warp-uniform (the wgmma descriptors in uniform registers: 16 wgmmas
+// issued in ~67 instructions instead of ~145), the per-warpgroup tail zeroing and precomputed mask
+// offsets -> 514 / 590 / 373 / 580. A cp.async gather producer instead of TMA was slower (289 /
+// 326 / 213 / 317); partial max / sum accumulators changed nothing. Where the consumer warps stall
+// now (ncu source counters, 4 x 4096): 7.5% of samples waiting for a K/V stage to land (the loads
+// alone, 718 TFLOP/s-equivalent here, move ~5.5 TB/s out of L2), 6.7% at the ping-pong turn, 5%
+// waiting for S, ~12% issuing wgmmas; tensor pipe ~55% of cycles.
 #pragma once
 
 #include <cstdint>
