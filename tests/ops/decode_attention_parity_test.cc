@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "attention_test_util.h"
 
@@ -78,7 +80,8 @@ INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16
 
 // One benchmark shape: num_seqs x context_len, query length 1, bf16, head_dim 128, block size 16,
 // blocks of each sequence in a random order. Bandwidth counts the K and V bytes read once.
-void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads) {
+void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads,
+                           const std::string& note = "") {
   constexpr int kHeadDim = 128;
   DeviceAttentionBatch batch = make_device_attention_batch(std::vector<Seq>(num_seqs, {1, context_len}), num_heads,
                                                            num_kv_heads, kHeadDim, 16);
@@ -86,7 +89,7 @@ void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num
   const double flops = 4.0 * num_seqs * num_heads * kHeadDim * context_len;
   report_perf("decode_attention",
               "bf16 B " + std::to_string(num_seqs) + " ctx " + std::to_string(context_len) + " " +
-                  std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " hd 128",
+                  std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " hd 128" + note,
               kv_bytes, flops, [&] { cuda_backend().attention(batch.params); }, 50);
 }
 
@@ -99,6 +102,39 @@ TEST(DecodeAttentionPerf, IssueShapes) {
   decode_attention_perf(256, 512, 32, 8);
   decode_attention_perf(8, 4096, 32, 8);
   decode_attention_perf(8, 4096, 32, 32);
+}
+
+// Experiment (temporary): split counts and switches of the decode kernel on the issue shapes.
+TEST(DecodeAttentionPerf, Sweep) {
+  if (!perf_enabled() || std::getenv("BRISK_DECODE_SWEEP") == nullptr) GTEST_SKIP();
+  struct Shape { int seqs, ctx, heads, kv_heads; };
+  const std::vector<Shape> shapes = {
+      {8, 4096, 32, 8}, {1, 32768, 32, 8}, {64, 4096, 32, 8}, {256, 512, 32, 8}, {8, 4096, 32, 32},
+  };
+  auto set = [](const char* name, int value) {
+    if (value < 0) unsetenv(name); else setenv(name, std::to_string(value).c_str(), 1);
+  };
+  const char* trace = std::getenv("BRISK_DECODE_SWEEP_TRACE");
+  for (const Shape& sh : shapes) {
+    for (int prefetch : {0, 2, 0, 1, 2, 3, 4, 6, 8}) {
+      set("BRISK_DECODE_PREFETCH", prefetch);
+      decode_attention_perf(sh.seqs, sh.ctx, sh.heads, sh.kv_heads, " p" + std::to_string(prefetch));
+    }
+    if (trace != nullptr && sh.seqs * sh.kv_heads <= 512) {
+      DeviceAttentionBatch batch = make_device_attention_batch(std::vector<Seq>(sh.seqs, {1, sh.ctx}), sh.heads,
+                                                               sh.kv_heads, 128, 16);
+      for (int prefetch : {0, 2, 4}) {
+        set("BRISK_DECODE_PREFETCH", prefetch);
+        setenv("BRISK_DECODE_TRACE", "1", 1);
+        for (int i = 0; i < 6; ++i) cuda_backend().attention(batch.params);
+        setenv("BRISK_DECODE_TRACE_DUMP", trace, 1);
+        cuda_backend().attention(batch.params);
+        unsetenv("BRISK_DECODE_TRACE_DUMP");
+        unsetenv("BRISK_DECODE_TRACE");
+      }
+    }
+  }
+  set("BRISK_DECODE_PREFETCH", -1);
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ bool launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream) 
   if (entry == nullptr) return false;
   if (a.num_tokens == 0 || a.num_seqs == 0) return true;
   entry->launch(a, stream);
-  if (a.num_splits > 1) decode::launch_combine(a, stream);
+  if (a.num_splits > 1 && a.merge_counters == nullptr) decode::launch_combine(a, stream);
   return true;
 }
 

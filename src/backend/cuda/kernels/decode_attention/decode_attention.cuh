@@ -62,6 +62,77 @@ struct DecodeConfig {
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
 
+__device__ __forceinline__ unsigned long long global_time() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned smid() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+// The exact merge of the split blocks' online-softmax states for the block's rows: out =
+// sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M = max m_s (an empty split has m = -inf,
+// acc = 0). Each thread takes 4 head dims of a row and folds the splits in split order with a
+// running max, so (max, sum) and acc are read together, 16 splits' loads in flight at a time.
+// Partials are read through L2 (other blocks wrote them).
+template <int kHeadDim, int kWarps>
+__device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
+                                             int kv_head) {
+  constexpr int kQuads = kHeadDim / 4;
+  constexpr int kBatch = 16;
+  const int group = a.num_heads / a.num_kv_heads;
+  const int num_splits = a.num_splits;
+  const int64_t num_items = int64_t{a.num_tokens} * a.num_heads;
+  const int64_t split_stride = num_items * kHeadDim / 4;  // in float4
+  for (int e = threadIdx.x; e < num_rows * kQuads; e += kWarps * 32) {
+    const int r = e / kQuads;
+    const int q4 = e % kQuads;
+    const int64_t token = q_begin + (row0 + r) / group;
+    const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+    const int64_t item = token * a.num_heads + head;
+    const float2* ml_src = reinterpret_cast<const float2*>(a.partial_ml) + item;
+    const float4* acc_src = reinterpret_cast<const float4*>(a.partial_acc + item * kHeadDim) + q4;
+    float m = -INFINITY;
+    float l = 0.0f;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s0 = 0; s0 < num_splits; s0 += kBatch) {
+      float2 ml[kBatch];
+      float4 x[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        ml[j] = make_float2(-INFINITY, 0.0f);
+        x[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (s0 + j < num_splits) {
+          ml[j] = __ldcg(ml_src + (s0 + j) * num_items);
+          x[j] = __ldcg(acc_src + (s0 + j) * split_stride);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const float m_new = fmaxf(m, ml[j].x);
+        if (m_new == -INFINITY) continue;  // nothing visible yet
+        const float alpha = exp2f(m - m_new);  // 0 while m = -inf
+        const float w = exp2f(ml[j].x - m_new);
+        l = l * alpha + ml[j].y * w;
+        o.x = o.x * alpha + x[j].x * w;
+        o.y = o.y * alpha + x[j].y * w;
+        o.z = o.z * alpha + x[j].z * w;
+        o.w = o.w * alpha + x[j].w * w;
+        m = m_new;
+      }
+    }
+    const float inv_sum = l > 0.0f ? 1.0f / l : 0.0f;
+    const int64_t index = token * a.out_stride + head * kHeadDim + q4 * 4;
+    store_one(a.out, a.out_type, index, o.x * inv_sum);
+    store_one(a.out, a.out_type, index + 1, o.y * inv_sum);
+    store_one(a.out, a.out_type, index + 2, o.z * inv_sum);
+    store_one(a.out, a.out_type, index + 3, o.w * inv_sum);
+  }
+}
+
 template <FloatType kKvType, int kHeadDim, typename Config>
 __global__ void __launch_bounds__(Config::kThreads, Config::kBlocksPerSm)
 decode_attention_kernel(const DecodeAttentionArgs a) {
@@ -77,12 +148,6 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   uint8_t* ring_s = shared + Config::kQBytes;           // kStages x {K tile, V tile}
   float* ml_s = reinterpret_cast<float*>(ring_s + Config::kRingBytes);  // [warps, 16, 2]
 
-  // Launched as a programmatic dependent (pdl.cuh): wait for the previous kernel's writes (q and
-  // the new token's K/V), then let the next kernel (the combine, or o_proj) launch early; it
-  // waits for this grid's completion before reading.
-  pdl_wait();
-  pdl_release();
-
   const int tid = threadIdx.x;
   const int lane = tid % 32;
   const int warp = tid / 32;
@@ -91,7 +156,21 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   const int kv_head = blockIdx.y / a.num_row_chunks;
   const int seq = blockIdx.z;
   const int group = a.num_heads / a.num_kv_heads;
+  const int64_t block_id = (int64_t{blockIdx.z} * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  if (a.trace != nullptr && tid == 0) {
+    a.trace[block_id * 8] = smid();
+    a.trace[block_id * 8 + 1] = global_time();
+  }
 
+  // Launched as a programmatic dependent (pdl.cuh). The ragged layout and the block table are
+  // read before waiting on the previous kernel: they are written by copies (or kernels) that
+  // completed before it started, never by it, so the first copies' addresses are ready when the
+  // wait returns. q and the new tokens' K / V are read only after it. pdl_release then lets the
+  // next kernel launch early; it waits for this grid's completion before reading.
+  if (!a.early_indices) {
+    pdl_wait();
+    pdl_release();
+  }
   const int q_begin = a.query_start[seq];
   const int q_len = a.query_start[seq + 1] - q_begin;
   const int context_len = a.context_lens[seq];
@@ -111,10 +190,21 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   const int num_tiles = static_cast<int>(int64_t{split + 1} * num_all_tiles / a.num_splits) - tile_begin;
   const int split_key0 = key_base + tile_begin * kTileKeys;
 
-  // K/V tiles from the paged cache; the pipeline is filled first, then q is staged meanwhile.
+  // K/V tiles from the paged cache: the block-table ids of the first stages before the wait, the
+  // copies after it; then q is staged while they fly.
   const PagedKvTiles<Config, DecodeAttentionArgs> tiles(a, seq, kv_head, split_key0, key_end, num_tiles);
   int table_ids[kLoads];  // ids of the next tile to issue, loaded one tile ahead
-  tiles.fill(ring_s, table_ids);
+  {
+    if (a.prefetch_tiles > 0) tiles.prefetch_l2(a.prefetch_tiles);
+    int fill_ids[kStages - 1][kLoads];
+    tiles.fetch_fill_ids(fill_ids, table_ids);
+    if (a.early_indices) {
+      pdl_wait();
+      pdl_release();
+    }
+    if (a.trace != nullptr && tid == 0) a.trace[block_id * 8 + 2] = global_time();
+    tiles.issue_fill(ring_s, fill_ids);
+  }
 
   // q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
   for (int e = tid; e < kDecodeRowsPerBlock * kChunks; e += kThreads) {
@@ -176,6 +266,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   for (int t = 0; t < num_tiles; ++t) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
+    if (t == 0 && a.trace != nullptr && tid == 0) a.trace[block_id * 8 + 3] = global_time();
     tiles.issue(t + kStages - 1, table_ids, ring_s);
     cp_async_commit();
     tiles.fetch_ids(t + kStages, table_ids);
@@ -251,6 +342,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
 
   // Merge the warps: per-row (max, sum) first, then the rescaled O sums through shared memory.
   cp_async_wait<0>();
+  if (a.trace != nullptr && tid == 0) a.trace[block_id * 8 + 4] = global_time();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     l[h] = quad_sum(l[h]);
@@ -323,6 +415,28 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
         a.partial_ml[item * 2 + 1] = row_sum;
       }
     }
+  }
+  if (a.trace != nullptr && tid == 0) {
+    a.trace[block_id * 8 + 5] = global_time();
+    a.trace[block_id * 8 + 6] = 0;
+  }
+  if (a.num_splits == 1 || a.merge_counters == nullptr) return;
+
+  // Split-KV: the last of the item's split blocks to get here merges the partials (the classic
+  // fence + counter handshake: each block's writes are fenced before its count, the last block
+  // fences again before reading them through L2).
+  __shared__ int is_last_s;
+  const int counter = (seq * a.num_kv_heads + kv_head) * a.num_row_chunks + chunk;
+  __threadfence();
+  __syncthreads();  // every thread's partials are written and fenced; reduce_s is read
+  if (tid == 0) is_last_s = atomicAdd(&a.merge_counters[counter], 1) == a.num_splits - 1;
+  __syncthreads();
+  if (!is_last_s) return;
+  __threadfence();
+  merge_splits<kHeadDim, kWarps>(a, q_begin, row0, num_rows, kv_head);
+  if (tid == 0) {
+    a.merge_counters[counter] = 0;  // ready for the next launch (stream-ordered after this grid)
+    if (a.trace != nullptr) a.trace[block_id * 8 + 6] = global_time();
   }
 }
 

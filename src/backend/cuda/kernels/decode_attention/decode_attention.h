@@ -44,6 +44,15 @@ struct DecodeAttentionArgs : PagedAttentionArgs {
   int num_splits = 1;
   float* partial_acc = nullptr;  // [num_splits, num_tokens, num_heads, head_dim] when split
   float* partial_ml = nullptr;   // [num_splits, num_tokens, num_heads, 2]: max (log2 units), sum
+  // With splits: one counter per (sequence, kv head, row chunk), zero before the launch. Each
+  // split block counts itself in after writing its partials; the last one merges them all (in
+  // split order, so the result does not depend on which block is last) and sets the counter back
+  // to zero. Null: decode_attention_combine_kernel merges them instead.
+  int* merge_counters = nullptr;
+  // Experiment switches (temporary).
+  bool early_indices = true;
+  int prefetch_tiles = 0;
+  unsigned long long* trace = nullptr;  // [blocks, 8]: smid, times
 };
 
 // Whether the table has a kernel for this KV dtype and head dim.
