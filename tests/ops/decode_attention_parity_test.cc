@@ -3,14 +3,13 @@
 // 64 / 128 / 256, groups 1 (MHA), 2, 4, 8 (and MQA), 1 to 8 query tokens per sequence (causal
 // among them), ragged context lengths from 1 to 32k with partial last blocks, block sizes 4 to
 // 32 over shuffled block tables, sliding windows, a context bound far above the actual lengths
-// (as under CUDA-graph capture) and the split-KV paths. The *Perf* cases time the benchmark
-// shapes of issue #7 (H200: 32 / 8 heads, head_dim 128) on random data.
+// (as under CUDA-graph capture) and the split-KV paths, whose in-kernel merge must repeat exactly
+// (eager and from a CUDA graph). The *Perf* cases time the benchmark shapes of issue #7 (H200:
+// 32 / 8 heads, head_dim 128) on random data.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <random>
-#include <string>
 
 #include "attention_test_util.h"
 
@@ -75,13 +74,48 @@ TEST_P(DecodeAttention, ManySequences) {
   run_cases(GetParam(), {c, spec});
 }
 
+// Split-KV partials are merged inside the kernel by the last split block of each (sequence, kv
+// head, row chunk), in split order, which then resets its counter: repeated launches on the
+// stream, eager and replayed from a CUDA graph, must each write the whole output (poisoned before
+// each) with the same bits, and the first must match the CPU reference.
+TEST_P(DecodeAttention, SplitMergeRepeats) {
+  const DType dtype = GetParam();
+  const AttentionCase c{32, 8, 128, 16, 0, {{1, 9000}, {2, 3000}, {1, 1}, {1, 700}}};
+  check_attention(dtype, c, 21);
+  std::mt19937 rng(21);
+  AttentionInputs in = make_attention_inputs(dtype, c, rng);
+  Tensor qkv = to_device(in.qkv), k = to_device(in.k_cache), v = to_device(in.v_cache);
+  Tensor tables = to_device(in.block_tables), starts = to_device(in.query_start);
+  Tensor lens = to_device(in.context_lens);
+  const Shape out_shape{in.num_tokens, int64_t{c.num_heads} * c.head_dim};
+  const Tensor nans = make_tensor(dtype, out_shape, std::vector<double>(out_shape.num_elements(), NAN));
+  Tensor poison = to_device(nans), out = to_device(nans);
+  const AttentionParams params = make_attention_params(c, in, qkv, k, v, tables, starts, lens, out);
+  Backend& gpu = cuda_backend();
+  gpu.attention(params);
+  const std::vector<double> first = host_doubles(out);
+  for (double x : first) ASSERT_FALSE(std::isnan(x)) << "an output element was not written";
+  for (int i = 0; i < 3; ++i) {
+    gpu.copy(out, poison);
+    gpu.attention(params);
+    gpu.attention(params);  // back to back: the second waits on the first through PDL
+    EXPECT_EQ(host_doubles(out), first) << "eager launch " << i;
+  }
+  std::unique_ptr<RecordedGraph> graph = gpu.record_graph([&] { gpu.attention(params); });
+  if (graph == nullptr) return;  // a backend without graphs
+  for (int i = 0; i < 3; ++i) {
+    gpu.copy(out, poison);
+    graph->replay();
+    EXPECT_EQ(host_doubles(out), first) << "graph replay " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16, DType::kF16),
                          [](const auto& info) { return dtype_str(info.param); });
 
 // One benchmark shape: num_seqs x context_len, query length 1, bf16, head_dim 128, block size 16,
 // blocks of each sequence in a random order. Bandwidth counts the K and V bytes read once.
-void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads,
-                           const std::string& note = "") {
+void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads) {
   constexpr int kHeadDim = 128;
   DeviceAttentionBatch batch = make_device_attention_batch(std::vector<Seq>(num_seqs, {1, context_len}), num_heads,
                                                            num_kv_heads, kHeadDim, 16);
@@ -89,7 +123,7 @@ void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num
   const double flops = 4.0 * num_seqs * num_heads * kHeadDim * context_len;
   report_perf("decode_attention",
               "bf16 B " + std::to_string(num_seqs) + " ctx " + std::to_string(context_len) + " " +
-                  std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " hd 128" + note,
+                  std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " hd 128",
               kv_bytes, flops, [&] { cuda_backend().attention(batch.params); }, 50);
 }
 
@@ -102,39 +136,6 @@ TEST(DecodeAttentionPerf, IssueShapes) {
   decode_attention_perf(256, 512, 32, 8);
   decode_attention_perf(8, 4096, 32, 8);
   decode_attention_perf(8, 4096, 32, 32);
-}
-
-// Experiment (temporary): split counts and switches of the decode kernel on the issue shapes.
-TEST(DecodeAttentionPerf, Sweep) {
-  if (!perf_enabled() || std::getenv("BRISK_DECODE_SWEEP") == nullptr) GTEST_SKIP();
-  struct Shape { int seqs, ctx, heads, kv_heads; };
-  const std::vector<Shape> shapes = {
-      {8, 4096, 32, 8}, {1, 32768, 32, 8}, {64, 4096, 32, 8}, {256, 512, 32, 8}, {8, 4096, 32, 32},
-  };
-  auto set = [](const char* name, int value) {
-    if (value < 0) unsetenv(name); else setenv(name, std::to_string(value).c_str(), 1);
-  };
-  const char* trace = std::getenv("BRISK_DECODE_SWEEP_TRACE");
-  for (const Shape& sh : shapes) {
-    for (int prefetch : {0, 2, 0, 1, 2, 3, 4, 6, 8}) {
-      set("BRISK_DECODE_PREFETCH", prefetch);
-      decode_attention_perf(sh.seqs, sh.ctx, sh.heads, sh.kv_heads, " p" + std::to_string(prefetch));
-    }
-    if (trace != nullptr && sh.seqs * sh.kv_heads <= 512) {
-      DeviceAttentionBatch batch = make_device_attention_batch(std::vector<Seq>(sh.seqs, {1, sh.ctx}), sh.heads,
-                                                               sh.kv_heads, 128, 16);
-      for (int prefetch : {0, 2, 4}) {
-        set("BRISK_DECODE_PREFETCH", prefetch);
-        setenv("BRISK_DECODE_TRACE", "1", 1);
-        for (int i = 0; i < 6; ++i) cuda_backend().attention(batch.params);
-        setenv("BRISK_DECODE_TRACE_DUMP", trace, 1);
-        cuda_backend().attention(batch.params);
-        unsetenv("BRISK_DECODE_TRACE_DUMP");
-        unsetenv("BRISK_DECODE_TRACE");
-      }
-    }
-  }
-  set("BRISK_DECODE_PREFETCH", -1);
 }
 
 }  // namespace

@@ -7,16 +7,14 @@
 // up-front errors (those would need a device-to-host copy). max_query_len and max_context_len,
 // when given, must be upper bounds: they size the grid. The launch shape depends on host-known
 // sizes only, so the op can be captured in a CUDA graph with max_context_len set to the model's
-// maximum.
-#include <algorithm>
+// maximum. The decode kernel reads query_start, context_lens and block_tables before its
+// programmatic-dependent wait (to start streaming K / V sooner): they must not be written by the
+// kernel launched just before the op (the engine writes them with host copies).
 #include <bit>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <utility>
-#include <vector>
 
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
@@ -79,15 +77,13 @@ class SplitWorkspace {
   Tensor acc_, ml_;
 };
 
-// The decode kernel's merge counters (decode_attention.h: merge_counters) for work on `stream`:
-// zero between launches (the merging block resets its own), so they are allocated and zeroed
-// once per (device, stream) and kept for the process; a CUDA graph may hold their address. The
+// The decode kernel's split-merge counters (decode_attention.h: merge_counters) for work on
+// `stream`: zero between launches (the merging block resets its own), so they are allocated and
+// zeroed once per (device, stream) and kept for the process; CUDA graphs hold their address. The
 // first call may come while `stream` is being captured: the allocation and the zeroing then run
-// outside the capture (relaxed mode, on a stream of their own). Null when more are needed than a
-// pool holds (the combine kernel merges instead).
-int* merge_counters(cudaStream_t stream, int64_t count) {
-  constexpr int64_t kPoolCounters = int64_t{1} << 14;
-  if (count > kPoolCounters) return nullptr;
+// outside the capture (relaxed capture mode, on a stream of their own).
+constexpr int64_t kMergeCounters = int64_t{1} << 16;
+int* merge_counters(cudaStream_t stream) {
   static std::mutex mutex;
   static std::map<std::pair<int, cudaStream_t>, int*> pools;
   int device = 0;
@@ -98,19 +94,14 @@ int* merge_counters(cudaStream_t stream, int64_t count) {
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     BRISK_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
     cudaStream_t side = nullptr;
-    BRISK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&pool), kPoolCounters * sizeof(int)));
+    BRISK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&pool), kMergeCounters * sizeof(int)));
     BRISK_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-    BRISK_CUDA_CHECK(cudaMemsetAsync(pool, 0, kPoolCounters * sizeof(int), side));
+    BRISK_CUDA_CHECK(cudaMemsetAsync(pool, 0, kMergeCounters * sizeof(int), side));
     BRISK_CUDA_CHECK(cudaStreamSynchronize(side));
     BRISK_CUDA_CHECK(cudaStreamDestroy(side));
     BRISK_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
   }
   return pool;
-}
-
-int env_int(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != 0 ? std::atoi(value) : fallback;
 }
 
 // The part of the generic arguments both tensor-core kernels take.
@@ -167,42 +158,17 @@ void decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
               a.num_row_chunks);
   a.max_context_len = g.max_context_len > 0 ? g.max_context_len : g.max_blocks_per_seq * g.block_size;
   a.num_splits = decode_attention_num_splits(a, ctx.num_sms);
-  a.num_splits = std::min(env_int("BRISK_DECODE_SPLITS", a.num_splits), kDecodeMaxSplits);  // experiment
-  a.early_indices = env_int("BRISK_DECODE_EARLY", 1) != 0;
+  // One merge counter per (sequence, kv head, row chunk); grids that would need more than a pool
+  // holds have thousands of blocks, where the cost model does not split anyway.
+  if (int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks > kMergeCounters) a.num_splits = 1;
   // Freed on return: reuse of the memory is stream-ordered after the kernels.
   SplitWorkspace workspace(ctx, a.num_splits, a.num_tokens, a.num_heads, a.head_dim);
   a.partial_acc = workspace.acc();
   a.partial_ml = workspace.ml();
-  if (a.num_splits > 1 && env_int("BRISK_DECODE_FUSED", 1) != 0)
-    a.merge_counters = merge_counters(ctx.stream, int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks);
-  a.prefetch_tiles = env_int("BRISK_DECODE_PREFETCH", 2);
-  const int64_t blocks = int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks * a.num_splits;
-  static unsigned long long* trace_buffer = nullptr;
-  constexpr int64_t kTraceBlocks = 1 << 15;
-  if (std::getenv("BRISK_DECODE_TRACE") != nullptr && blocks <= kTraceBlocks) {
-    if (trace_buffer == nullptr)
-      BRISK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&trace_buffer), kTraceBlocks * 64));
-    a.trace = trace_buffer;
-  }
+  if (a.num_splits > 1) a.merge_counters = merge_counters(ctx.stream);
   BRISK_CHECK(launch_decode_attention(a, ctx.stream),
               "attention: the decode kernel table has no entry for kv dtype {} and head_dim {}",
               dtype_name(p.k_cache.dtype()), a.head_dim);
-  const char* trace_path = std::getenv("BRISK_DECODE_TRACE_DUMP");
-  if (a.trace != nullptr && trace_path != nullptr) {
-    std::vector<unsigned long long> host(blocks * 8);
-    BRISK_CUDA_CHECK(cudaMemcpyAsync(host.data(), a.trace, blocks * 64, cudaMemcpyDeviceToHost, ctx.stream));
-    BRISK_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-    if (FILE* file = std::fopen(trace_path, "a")) {
-      std::fprintf(file, "# seqs %d kv_heads %d chunks %d splits %d fused %d early %d prefetch %d\n", a.num_seqs,
-                   a.num_kv_heads, a.num_row_chunks, a.num_splits, a.merge_counters != nullptr, a.early_indices,
-                   a.prefetch_tiles);
-      for (int64_t b = 0; b < blocks; ++b)
-        std::fprintf(file, "%lld %llu %llu %llu %llu %llu %llu %llu\n", static_cast<long long>(b), host[b * 8],
-                     host[b * 8 + 1], host[b * 8 + 2], host[b * 8 + 3], host[b * 8 + 4], host[b * 8 + 5],
-                     host[b * 8 + 6]);
-      std::fclose(file);
-    }
-  }
 }
 
 }  // namespace

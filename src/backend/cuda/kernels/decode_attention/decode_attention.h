@@ -44,15 +44,11 @@ struct DecodeAttentionArgs : PagedAttentionArgs {
   int num_splits = 1;
   float* partial_acc = nullptr;  // [num_splits, num_tokens, num_heads, head_dim] when split
   float* partial_ml = nullptr;   // [num_splits, num_tokens, num_heads, 2]: max (log2 units), sum
-  // With splits: one counter per (sequence, kv head, row chunk), zero before the launch. Each
-  // split block counts itself in after writing its partials; the last one merges them all (in
+  // With splits: one counter per (sequence, kv head, row chunk), zero at launch. Each split
+  // block counts itself in after writing its partials; the last one merges them all into out (in
   // split order, so the result does not depend on which block is last) and sets the counter back
-  // to zero. Null: decode_attention_combine_kernel merges them instead.
+  // to zero, so the same counters serve every launch on the stream, CUDA-graph replays too.
   int* merge_counters = nullptr;
-  // Experiment switches (temporary).
-  bool early_indices = true;
-  int prefetch_tiles = 0;
-  unsigned long long* trace = nullptr;  // [blocks, 8]: smid, times
 };
 
 // Whether the table has a kernel for this KV dtype and head dim.
@@ -65,8 +61,9 @@ int decode_attention_row_chunks(int group, int max_query_len);
 // The split-KV cost model: from the grid without splits, the kernel's shape, the SM count and
 // the context bound (a.max_context_len).
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);
-// Launches the attention kernel and, with num_splits > 1, the combine kernel. Returns false,
-// launching nothing, when the table has no kernel for (kv_type, head_dim): the caller reports it.
+// Launches the attention kernel (with num_splits > 1, partial_acc, partial_ml and merge_counters
+// must be set). Returns false, launching nothing, when the table has no kernel for
+// (kv_type, head_dim): the caller reports it.
 bool launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream);
 
 }  // namespace brisk::cuda
