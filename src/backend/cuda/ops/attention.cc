@@ -166,6 +166,7 @@ void decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
   a.partial_acc = workspace.acc();
   a.partial_ml = workspace.ml();
   if (a.num_splits > 1) a.merge_counters = merge_counters(ctx.stream);
+  a.single_wave = decode_attention_single_wave(a, ctx.num_sms);
   BRISK_CHECK(launch_decode_attention(a, ctx.stream),
               "attention: the decode kernel table has no entry for kv dtype {} and head_dim {}",
               dtype_name(p.k_cache.dtype()), a.head_dim);

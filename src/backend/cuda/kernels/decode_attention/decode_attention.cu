@@ -108,6 +108,12 @@ int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   return best;
 }
 
+bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms) {
+  const DecodeKernelShape shape = decode_attention_shape(a.kv_type, a.head_dim, a.max_context_len);
+  const int64_t blocks = int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks * a.num_splits;
+  return blocks <= int64_t{num_sms} * shape.blocks_per_sm;
+}
+
 bool launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream) {
   const decode::TableEntry* entry = decode::find_entry(a.kv_type, a.head_dim, a.max_context_len);
   if (entry == nullptr) return false;

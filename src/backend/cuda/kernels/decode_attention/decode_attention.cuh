@@ -7,8 +7,9 @@
 //
 // Start-up (it decides the single-wave shapes, where every block starts at once): the ragged
 // layout, the block table and an L2 prefetch of the split's first keys are issued before the
-// programmatic-dependent wait, so they overlap the previous kernel's tail; after it, q is loaded
-// before the pipeline fill, so its loads do not queue behind the fill's burst of copies.
+// programmatic-dependent wait, so they overlap the previous kernel's tail; after it, in a single
+// wave, q is loaded before the pipeline fill, so its loads do not queue behind the burst of
+// every block's fill.
 //
 // Mainloop (kWarps warps): key tiles of 16 kWarps keys (K and V, 16-byte cp.async with zero
 // fill, rows XOR-swizzled for conflict-free ldmatrix) stream through a kStages-deep
@@ -201,10 +202,13 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   pdl_wait();
   pdl_release();
 
-  // q rows (rows past num_rows are zeros) are loaded before the fill's copies are issued: loads
-  // queue in issue order, and behind the fill of every block on the GPU they would hold the
-  // first tile's math back by the whole burst (on the H200, 8 x 4096 with q staged after the
-  // fill: 3-5 us from the wait to the first tile, of a 38-39 us call).
+  // q rows (rows past num_rows are zeros). In a single wave every block issues its fill at once,
+  // and loads queue in issue order: behind that burst q would hold the first tile's math back by
+  // all of it (H200, 8 x 4096 with q after the fill: 3-5 us from the wait to the first tile of a
+  // 38-39 us call), so there q is loaded first (8 x 4096 38.1 -> 37.4 us, 1 x 32768 40.0 ->
+  // 38.6). In a grid of several waves most blocks start alone and the fill goes first (256 x 512:
+  // 136.3 us against 138.2 with q first).
+  if (!a.single_wave) tiles.issue_fill(ring_s, fill_ids);
   float q_vals[Config::kQLoadsPerThread][8];
 #pragma unroll
   for (int i = 0; i < Config::kQLoadsPerThread; ++i) {
@@ -221,8 +225,8 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
       for (int j = 0; j < 8; ++j) q_vals[i][j] = load_one(a.q, a.q_type, base + j);
     }
   }
-  asm volatile("" ::: "memory");  // the q loads are issued first
-  tiles.issue_fill(ring_s, fill_ids);
+  asm volatile("" ::: "memory");  // the q loads are issued here, ahead of a single wave's fill
+  if (a.single_wave) tiles.issue_fill(ring_s, fill_ids);
   // q -> shared memory in the KV dtype.
 #pragma unroll
   for (int i = 0; i < Config::kQLoadsPerThread; ++i) {
