@@ -83,8 +83,8 @@ int decode_attention_row_chunks(int group, int max_query_len) {
 // (about 128 keys). Take the fewest splits that minimise it, each split keeping at least 2
 // tiles. (A model without the start-up term favoured thousands of 2-tile blocks: 64 x 4096 fell
 // from 4.25 to 2.46 TB/s. On the H200 the model's single waves also beat every two-wave split
-// count tried: 8 x 4096 32 / 8 ran 38.6 us at its 4 splits, 48.9 at 8; 1 x 32768 39.3 us at its
-// 32, 47-58 at 40 to 128.)
+// count tried, before the L2 prefetch and early q: 8 x 4096 32 / 8 ran 39.1 us at its 4 splits,
+// 48.9-56.2 at 5 to 16; 1 x 32768 39.3 us at its 32, 50.8-58.0 at 40 to 128.)
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   constexpr int64_t kStartupKeys = 128;
   constexpr int64_t kMergeKeys = 128;
