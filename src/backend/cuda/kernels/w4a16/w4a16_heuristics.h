@@ -56,6 +56,13 @@ inline constexpr int kW4A16MmaMinWarpsPerSm = 8;
 inline constexpr int kW4A16MmaWarpsPerSm = 16;
 inline constexpr int kW4A16MmaMaxSplits = 16;
 
+// M <= kW4A16StreamMaxRows with the tile layout and group_size % 128 == 0: the streaming kernel
+// (w4a16_stream.cu: bulk copies into a shared-memory ring, persistent CTAs) where its
+// shared-memory plan holds x (w4a16_stream_supported), the tensor-core kernel otherwise.
+inline constexpr int kW4A16StreamMaxRows = 16;
+// Tests and benchmarks only: true sends every M to the register-ring tensor-core kernel.
+inline bool w4a16_stream_disabled = false;
+
 // Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration wherever it holds M.
 inline int w4a16_mma_config_override = -1;
 
