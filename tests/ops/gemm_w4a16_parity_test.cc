@@ -310,6 +310,39 @@ TEST(GemmW4A16Perf, RingKernel) {
   cuda::w4a16_stream_disabled = false;
 }
 
+// The streaming kernel's ring depth (stages of 16 KiB) and L2 hint on gate_up, and a short
+// run of it for ncu (--launch-skip 2 --launch-count 1 -k regex:w4a16_stream_kernel).
+TEST(GemmW4A16Perf, StreamRing) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  const PerfShape& s = kLlamaShapes[0];
+  PerfWeights w = perf_weights(s.n, s.k);
+  const int stages_default = cuda::w4a16_stream_max_stages;
+  for (int stages : {2, 4, 8, 12}) {
+    for (bool hint : {true, false}) {
+      cuda::w4a16_stream_max_stages = stages;
+      cuda::w4a16_stream_evict_first = hint;
+      const std::string op = "w4a16-s" + std::to_string(stages) + (hint ? "e " : "n ") + s.name;
+      for (int64_t m : {1, 16}) time_w4a16(op, w, m, s.n, s.k);
+    }
+  }
+  cuda::w4a16_stream_max_stages = stages_default;
+  cuda::w4a16_stream_evict_first = true;
+}
+// The decode rows of LlamaShapes alone (whichever kernel gemm_w4a16 picks), for quick tuning.
+TEST(GemmW4A16Perf, DecodeShapes) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  for (const PerfShape& s : kLlamaShapes) {
+    PerfWeights w = perf_weights(s.n, s.k);
+    for (int64_t m : {1, 2, 4, 8, 16}) time_w4a16(std::string("w4a16-decode ") + s.name, w, m, s.n, s.k);
+  }
+}
+TEST(GemmW4A16Perf, StreamProfile) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  const PerfShape& s = kLlamaShapes[0];
+  PerfWeights w = perf_weights(s.n, s.k);
+  time_w4a16(std::string("w4a16-profile ") + s.name, w, 1, s.n, s.k, 2);
+}
+
 TEST(GemmW4A16Perf, MmaConfigs) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   cuda::w4a16_stream_disabled = true;

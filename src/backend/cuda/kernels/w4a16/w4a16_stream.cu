@@ -49,7 +49,7 @@ constexpr int kConsumerThreads = 32 * kConsumerWarps;
 constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
 constexpr int kChunkBytes = 1024;                // 16 rows x 128 K of int4
 constexpr int kStageChunks = 16;                 // 16 KiB of weights a stage
-constexpr int kMaxStages = 8;
+constexpr int kMaxStages = 12;
 constexpr int kMaxScaleSlots = 8;
 constexpr int kConsumerBarrier = 1;  // named barrier of the consumer warps (0 is __syncthreads)
 constexpr int kSharedLimit = 227 * 1024;
@@ -68,6 +68,7 @@ struct StreamPlan {
   uint32_t slot_bytes;
   uint32_t x_pitch;       // bytes a token in shared memory
   uint32_t off_slots, off_x, off_red, off_bars, smem_bytes;
+  bool evict_first;       // the weights' copies marked first to leave L2
 };
 
 __host__ __device__ constexpr uint32_t align16(uint32_t v) { return (v + 15u) & ~15u; }
@@ -98,6 +99,91 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
 }
 
 __device__ __forceinline__ int64_t range_start(int64_t cta, int64_t ctas, int64_t total) { return cta * total / ctas; }
+
+// A consumer warp's share of one stage: chunks warp + 8 j (j < kCount) of the stage's n, all
+// kCount at once so that their loads and MMA chains overlap. A chunk past n is computed on a
+// valid one's bytes with scale 0 (shared memory holds finite bf16 / f16 only), which keeps the
+// body free of branches.
+template <FloatType kType, int kMTiles, int kCount>
+__device__ __forceinline__ void consume_chunks(const W4A16Args& a, const StreamPlan& p, const uint8_t* smem,
+                                               const uint8_t* stage, const uint8_t* sc, int c0, int n, int warp,
+                                               int lane, float (&acc)[kMTiles][4]) {
+  using M = Magic<kType>;
+  const int g = lane / 4, t = lane % 4;
+  uint4 wv[kCount][2];
+  float scale[kCount][2], zero[kCount][2];
+  int chunk[kCount];
+#pragma unroll
+  for (int j = 0; j < kCount; ++j) {
+    const int cl = warp + kConsumerWarps * j;
+    const bool valid = cl < n;
+    const int cs = valid ? cl : n - 1;
+    chunk[j] = c0 + cs;
+    wv[j][0] = *reinterpret_cast<const uint4*>(stage + cs * kChunkBytes + lane * 16);
+    wv[j][1] = *reinterpret_cast<const uint4*>(stage + cs * kChunkBytes + 512 + lane * 16);
+    const int group = chunk[j] / p.chunks_per_group;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int idx = (8 * h + g) * p.groups + group;
+      const float sv = a.scale_type == FloatType::kF32
+                           ? reinterpret_cast<const float*>(sc)[idx]
+                           : bits_to_float(reinterpret_cast<const uint16_t*>(sc)[idx], a.scale_type);
+      scale[j][h] = valid ? sv : 0.0f;
+      zero[j][h] = M::kOffset + (p.zero_bytes != 0 ? static_cast<float>(sc[p.scale_bytes + idx]) : 8.0f);
+    }
+  }
+  // Two accumulators per product (even and odd MMA of a word) halve the dependent MMA chain.
+  float part[kCount][kMTiles][2][4], xs[kCount][kMTiles][2][4];
+#pragma unroll
+  for (int j = 0; j < kCount; ++j)
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) part[j][mt][e][i] = xs[j][mt][e][i] = 0.0f;
+  const uint32_t ones[4] = {M::kOne, M::kOne, M::kOne, M::kOne};
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+#pragma unroll
+    for (int j = 0; j < kCount; ++j) {
+      uint32_t frag[2][4];  // [row g / g + 8][nibble pair i]
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        frag[0][i] = ((word_of(wv[j][0], w) >> (4 * i)) & 0x000F000Fu) | M::kBits;
+        frag[1][i] = ((word_of(wv[j][1], w) >> (4 * i)) & 0x000F000Fu) | M::kBits;
+      }
+      const uint32_t a0[4] = {frag[0][0], frag[1][0], frag[0][1], frag[1][1]};
+      const uint32_t a1[4] = {frag[0][2], frag[1][2], frag[0][3], frag[1][3]};
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        const int token = 8 * mt + g;
+        uint4 xv = make_uint4(0, 0, 0, 0);
+        if (token < a.m) {
+          xv = pair_halves(*reinterpret_cast<const uint4*>(smem + p.off_x + token * p.x_pitch +
+                                                           (chunk[j] * 128 + 32 * t + 8 * w) * 2));
+        }
+        KvTraits<kType>::mma(part[j][mt][0], a0, xv.x, xv.y);
+        KvTraits<kType>::mma(part[j][mt][1], a1, xv.z, xv.w);
+        KvTraits<kType>::mma(xs[j][mt][0], ones, xv.x, xv.y);
+        KvTraits<kType>::mma(xs[j][mt][1], ones, xv.z, xv.w);
+      }
+    }
+  }
+  // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8, the same tokens (xs holds each
+  // token's sum in every row).
+#pragma unroll
+  for (int j = 0; j < kCount; ++j)
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int h = i >> 1;
+        const float dot = part[j][mt][0][i] + part[j][mt][1][i];
+        const float xsum = xs[j][mt][0][i] + xs[j][mt][1][i];
+        acc[mt][i] = fmaf(scale[j][h], fmaf(-zero[j][h], xsum, dot), acc[mt][i]);
+      }
+}
 
 template <FloatType kType, int kMTiles>
 __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, StreamPlan p, float* partials) {
@@ -139,6 +225,7 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
                           xfull);
     }
     const uint64_t policy = l2_evict_first_policy();
+    const bool hint = p.evict_first;
     int s = 0, ts = 0;
     for (int64_t q = start; q < end;) {
       const int64_t tile = q / C;
@@ -156,8 +243,13 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
       const int r = s % stages;
       mbarrier_wait(empty0 + 8 * r, ((s / stages) & 1) ^ 1);
       mbarrier_arrive_expect_tx(full0 + 8 * r, n * kChunkBytes);
-      bulk_copy_to_shared_once(base + r * (kStageChunks * kChunkBytes), a.qweight + q * kChunkBytes, n * kChunkBytes,
-                               full0 + 8 * r, policy);
+      if (hint) {
+        bulk_copy_to_shared_once(base + r * (kStageChunks * kChunkBytes), a.qweight + q * kChunkBytes,
+                                 n * kChunkBytes, full0 + 8 * r, policy);
+      } else {
+        bulk_copy_to_shared(base + r * (kStageChunks * kChunkBytes), a.qweight + q * kChunkBytes, n * kChunkBytes,
+                            full0 + 8 * r);
+      }
       ++s;
       q += n;
     }
@@ -165,10 +257,6 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
   }
 
   // The consumers.
-  using M = Magic<kType>;
-  const int g = lane / 4, t = lane % 4;
-  const bool f32_scales = a.scale_type == FloatType::kF32;
-  const bool has_zeros = p.zero_bytes != 0;
   const int64_t first_tile = start / C;
   float acc[kMTiles][4];
 #pragma unroll
@@ -188,58 +276,10 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
     mbarrier_wait(full0 + 8 * r, (s / stages) & 1);
     const uint8_t* stage = smem + r * (kStageChunks * kChunkBytes);
     const uint8_t* sc = smem + p.off_slots + slot * p.slot_bytes;
-    for (int cl = warp; cl < n; cl += kConsumerWarps) {
-      const int c = c0 + cl;
-      const uint4 w0 = *reinterpret_cast<const uint4*>(stage + cl * kChunkBytes + lane * 16);
-      const uint4 w1 = *reinterpret_cast<const uint4*>(stage + cl * kChunkBytes + 512 + lane * 16);
-      const int group = c / p.chunks_per_group;
-      float scale[2], zero[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int idx = (8 * h + g) * p.groups + group;
-        scale[h] = f32_scales ? reinterpret_cast<const float*>(sc)[idx]
-                              : bits_to_float(reinterpret_cast<const uint16_t*>(sc)[idx], a.scale_type);
-        zero[h] = M::kOffset + (has_zeros ? static_cast<float>(sc[p.scale_bytes + idx]) : 8.0f);
-      }
-      float part[kMTiles][4], xs[kMTiles][4];
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) part[mt][i] = xs[mt][i] = 0.0f;
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        uint32_t frag[2][4];  // [row g / g + 8][nibble pair i]
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          frag[0][i] = ((word_of(w0, w) >> (4 * i)) & 0x000F000Fu) | M::kBits;
-          frag[1][i] = ((word_of(w1, w) >> (4 * i)) & 0x000F000Fu) | M::kBits;
-        }
-        const uint32_t a0[4] = {frag[0][0], frag[1][0], frag[0][1], frag[1][1]};
-        const uint32_t a1[4] = {frag[0][2], frag[1][2], frag[0][3], frag[1][3]};
-        const uint32_t ones[4] = {M::kOne, M::kOne, M::kOne, M::kOne};
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          const int token = 8 * mt + g;
-          uint4 xv = make_uint4(0, 0, 0, 0);
-          if (token < a.m) {
-            xv = pair_halves(*reinterpret_cast<const uint4*>(smem + p.off_x + token * p.x_pitch +
-                                                             (c * 128 + 32 * t + 8 * w) * 2));
-          }
-          KvTraits<kType>::mma(part[mt], a0, xv.x, xv.y);
-          KvTraits<kType>::mma(part[mt], a1, xv.z, xv.w);
-          KvTraits<kType>::mma(xs[mt], ones, xv.x, xv.y);
-          KvTraits<kType>::mma(xs[mt], ones, xv.z, xv.w);
-        }
-      }
-      // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8, the same tokens (xs holds each
-      // token's sum in every row).
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int h = i >> 1;
-          acc[mt][i] = fmaf(scale[h], fmaf(-zero[h], xs[mt][i], part[mt][i]), acc[mt][i]);
-        }
+    if (n > kConsumerWarps) {
+      consume_chunks<kType, kMTiles, 2>(a, p, smem, stage, sc, c0, n, warp, lane, acc);
+    } else {
+      consume_chunks<kType, kMTiles, 1>(a, p, smem, stage, sc, c0, n, warp, lane, acc);
     }
     __syncwarp();
     if (lane == 0) mbarrier_arrive(empty0 + 8 * r);
@@ -333,7 +373,9 @@ bool make_plan(const W4A16Args& a, StreamPlan& p) {
   const int64_t x_bytes = int64_t{a.m} * p.x_pitch;
   const int64_t red_bytes = 2 * kConsumerWarps * m_tiles * 128 * 4;
   const int stages_per_tile = std::max(1, p.chunks_per_tile / kStageChunks);
-  for (int stages = kMaxStages; stages >= 3; --stages) {
+  p.evict_first = w4a16_stream_evict_first;
+  const int max_stages = std::clamp(w4a16_stream_max_stages, 2, kMaxStages);
+  for (int stages = max_stages; stages >= std::min(3, max_stages); --stages) {
     const int slots = std::min({kMaxScaleSlots, stages + 1, (stages + stages_per_tile - 1) / stages_per_tile + 2});
     const int64_t ring = int64_t{stages} * kStageChunks * kChunkBytes;
     const int64_t off_slots = ring;
