@@ -135,8 +135,8 @@ TEST(GemmW4A16, MatchesCpuTensorCore) {
   for (const W4Case& c : cases) check_w4a16(c);
 }
 
-// The streaming kernel (tile layout, group % 128 == 0, M <= 16), then the same cases on the
-// register-ring tensor-core kernel it replaces there: tiny weights whose tiles are shared by
+// The streaming kernel (tile layout, group % 128 == 0, M <= 16) with either copy engine, then
+// the same cases on the register-ring tensor-core kernel it replaces there: tiny weights whose tiles are shared by
 // many CTAs (each CTA a chunk or two: the fixup adds up to 5 partials), tiles split mid-way by
 // the CTA ranges, long K (stages that end inside a tile), groups 128 / 256 / 512, symmetric
 // and asymmetric, f16 and bf16 x, y of every dtype, scales of every dtype, bias, strided x.
@@ -159,6 +159,9 @@ TEST(GemmW4A16, MatchesCpuStreamKernel) {
     cases.push_back(c);
   }
   for (const W4Case& c : cases) check_w4a16(c);
+  cuda::w4a16_stream_bulk_copies = true;  // the producer's other copy engine
+  for (const W4Case& c : cases) check_w4a16(c);
+  cuda::w4a16_stream_bulk_copies = false;
   cuda::w4a16_stream_disabled = true;
   for (const W4Case& c : cases) check_w4a16(c);
   cuda::w4a16_stream_disabled = false;
@@ -310,23 +313,23 @@ TEST(GemmW4A16Perf, RingKernel) {
   cuda::w4a16_stream_disabled = false;
 }
 
-// The streaming kernel's ring depth (stages of 16 KiB) and L2 hint on gate_up, and a short
+// The streaming kernel's ring depth (stages of 16 KiB) and copy engine on gate_up, and a short
 // run of it for ncu (--launch-skip 2 --launch-count 1 -k regex:w4a16_stream_kernel).
 TEST(GemmW4A16Perf, StreamRing) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   const PerfShape& s = kLlamaShapes[0];
   PerfWeights w = perf_weights(s.n, s.k);
   const int stages_default = cuda::w4a16_stream_max_stages;
-  for (int stages : {2, 4, 8, 12}) {
-    for (bool hint : {true, false}) {
+  for (int stages : {4, 8, 12}) {
+    for (bool bulk : {false, true}) {
       cuda::w4a16_stream_max_stages = stages;
-      cuda::w4a16_stream_evict_first = hint;
-      const std::string op = "w4a16-s" + std::to_string(stages) + (hint ? "e " : "n ") + s.name;
+      cuda::w4a16_stream_bulk_copies = bulk;
+      const std::string op = "w4a16-s" + std::to_string(stages) + (bulk ? "tma " : "cpa ") + s.name;
       for (int64_t m : {1, 16}) time_w4a16(op, w, m, s.n, s.k);
     }
   }
   cuda::w4a16_stream_max_stages = stages_default;
-  cuda::w4a16_stream_evict_first = true;
+  cuda::w4a16_stream_bulk_copies = false;
 }
 // The decode rows of LlamaShapes alone (whichever kernel gemm_w4a16 picks), for quick tuning.
 TEST(GemmW4A16Perf, DecodeShapes) {

@@ -14,8 +14,6 @@ __device__ __forceinline__ uint4 load_streaming(const uint8_t* ptr) {
   return v;
 }
 
-}  // namespace brisk::cuda
-
 // A 1-d bulk copy (TMA, no tensor map) of `bytes` (a multiple of 16; src and dst 16-byte
 // aligned) from global into shared memory at dst; the bytes complete on the mbarrier `bar`.
 __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
@@ -23,17 +21,16 @@ __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* sr
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
-// The same for bytes read exactly once (the weights): marked first to leave L2, so that they
-// do not push out what is reused (x, scales, the next kernel's inputs).
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
+
+// A 16-byte asynchronous copy from global into shared memory at dst (both 16-byte aligned),
+// through L2 only; cp_async_arrive makes an mbarrier arrival of this thread once all its earlier
+// cp.async copies have landed (the barrier's count includes it: .noinc).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void bulk_copy_to_shared_once(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
-                                                         uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-      : "memory");
+__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+}  // namespace brisk::cuda

@@ -68,7 +68,7 @@ struct StreamPlan {
   uint32_t slot_bytes;
   uint32_t x_pitch;       // bytes a token in shared memory
   uint32_t off_slots, off_x, off_red, off_bars, smem_bytes;
-  bool evict_first;       // the weights' copies marked first to leave L2
+  bool bulk;              // 1-d bulk copies (TMA) rather than the producer warp's cp.async
 };
 
 __host__ __device__ constexpr uint32_t align16(uint32_t v) { return (v + 15u) & ~15u; }
@@ -194,15 +194,16 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
   const uint32_t full0 = base + p.off_bars, empty0 = full0 + 8 * stages;
   const uint32_t sfull0 = empty0 + 8 * stages, sempty0 = sfull0 + 8 * slots, xfull = sempty0 + 8 * slots;
   if (threadIdx.x == 0) {
+    const int arrivals = p.bulk ? 1 : 32;  // the elected thread, or every producer lane
     for (int s = 0; s < stages; ++s) {
-      mbarrier_init(full0 + 8 * s, 1);
+      mbarrier_init(full0 + 8 * s, arrivals);
       mbarrier_init(empty0 + 8 * s, kConsumerWarps);
     }
     for (int s = 0; s < slots; ++s) {
-      mbarrier_init(sfull0 + 8 * s, 1);
+      mbarrier_init(sfull0 + 8 * s, arrivals);
       mbarrier_init(sempty0 + 8 * s, kConsumerWarps);
     }
-    mbarrier_init(xfull, 1);
+    mbarrier_init(xfull, arrivals);
     mbarrier_init_fence();
   }
   __syncthreads();
@@ -216,16 +217,22 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
   const int64_t start = range_start(cta, ctas, p.total_chunks), end = range_start(cta + 1, ctas, p.total_chunks);
 
   if (warp == kConsumerWarps) {  // the producer
-    if (lane != 0) return;
     const int64_t x_row_bytes = a.k * 2;
-    mbarrier_arrive_expect_tx(xfull, static_cast<uint32_t>(a.m * x_row_bytes));
-    for (int token = 0; token < a.m; ++token) {
-      bulk_copy_to_shared(base + p.off_x + token * p.x_pitch,
-                          static_cast<const uint8_t*>(a.x) + token * a.x_stride * 2, static_cast<uint32_t>(x_row_bytes),
-                          xfull);
+    const uint8_t* x = static_cast<const uint8_t*>(a.x);
+    if (p.bulk) {  // one elected thread, 1-d bulk copies (TMA)
+      if (lane == 0) {
+        mbarrier_arrive_expect_tx(xfull, static_cast<uint32_t>(a.m * x_row_bytes));
+        for (int token = 0; token < a.m; ++token) {
+          bulk_copy_to_shared(base + p.off_x + token * p.x_pitch, x + token * a.x_stride * 2,
+                              static_cast<uint32_t>(x_row_bytes), xfull);
+        }
+      }
+    } else {  // the whole warp, 16-byte cp.async: each lane's arrival counts once its copies land
+      for (int token = 0; token < a.m; ++token)
+        for (int64_t off = lane * 16; off < x_row_bytes; off += 512)
+          cp_async_16(base + p.off_x + token * p.x_pitch + static_cast<uint32_t>(off), x + token * a.x_stride * 2 + off);
+      cp_async_arrive(xfull);
     }
-    const uint64_t policy = l2_evict_first_policy();
-    const bool hint = p.evict_first;
     int s = 0, ts = 0;
     for (int64_t q = start; q < end;) {
       const int64_t tile = q / C;
@@ -235,24 +242,38 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
         const int slot = ts % slots;
         mbarrier_wait(sempty0 + 8 * slot, ((ts / slots) & 1) ^ 1);
         const uint32_t bar = sfull0 + 8 * slot, dst = base + p.off_slots + slot * p.slot_bytes;
-        mbarrier_arrive_expect_tx(bar, p.scale_bytes + p.zero_bytes);
-        bulk_copy_to_shared(dst, static_cast<const uint8_t*>(a.scales) + tile * p.scale_bytes, p.scale_bytes, bar);
-        if (p.zero_bytes != 0) bulk_copy_to_shared(dst + p.scale_bytes, a.zeros + tile * p.zero_bytes, p.zero_bytes, bar);
+        const uint8_t* scales = static_cast<const uint8_t*>(a.scales) + tile * p.scale_bytes;
+        const uint8_t* zeros = a.zeros + tile * p.zero_bytes;
+        if (p.bulk) {
+          if (lane == 0) {
+            mbarrier_arrive_expect_tx(bar, p.scale_bytes + p.zero_bytes);
+            bulk_copy_to_shared(dst, scales, p.scale_bytes, bar);
+            if (p.zero_bytes != 0) bulk_copy_to_shared(dst + p.scale_bytes, zeros, p.zero_bytes, bar);
+          }
+        } else {
+          for (uint32_t off = lane * 16; off < p.scale_bytes; off += 512) cp_async_16(dst + off, scales + off);
+          for (uint32_t off = lane * 16; off < p.zero_bytes; off += 512) cp_async_16(dst + p.scale_bytes + off, zeros + off);
+          cp_async_arrive(bar);
+        }
         ++ts;
       }
       const int r = s % stages;
       mbarrier_wait(empty0 + 8 * r, ((s / stages) & 1) ^ 1);
-      mbarrier_arrive_expect_tx(full0 + 8 * r, n * kChunkBytes);
-      if (hint) {
-        bulk_copy_to_shared_once(base + r * (kStageChunks * kChunkBytes), a.qweight + q * kChunkBytes,
-                                 n * kChunkBytes, full0 + 8 * r, policy);
+      const uint32_t dst = base + r * (kStageChunks * kChunkBytes);
+      const uint8_t* src = a.qweight + q * kChunkBytes;
+      if (p.bulk) {
+        if (lane == 0) {
+          mbarrier_arrive_expect_tx(full0 + 8 * r, n * kChunkBytes);
+          bulk_copy_to_shared(dst, src, n * kChunkBytes, full0 + 8 * r);
+        }
       } else {
-        bulk_copy_to_shared(base + r * (kStageChunks * kChunkBytes), a.qweight + q * kChunkBytes, n * kChunkBytes,
-                            full0 + 8 * r);
+        for (int off = lane * 16; off < n * kChunkBytes; off += 512) cp_async_16(dst + off, src + off);
+        cp_async_arrive(full0 + 8 * r);
       }
       ++s;
       q += n;
     }
+    cp_async_wait_all();  // no copy outlives its thread
     return;
   }
 
@@ -373,7 +394,7 @@ bool make_plan(const W4A16Args& a, StreamPlan& p) {
   const int64_t x_bytes = int64_t{a.m} * p.x_pitch;
   const int64_t red_bytes = 2 * kConsumerWarps * m_tiles * 128 * 4;
   const int stages_per_tile = std::max(1, p.chunks_per_tile / kStageChunks);
-  p.evict_first = w4a16_stream_evict_first;
+  p.bulk = w4a16_stream_bulk_copies;
   const int max_stages = std::clamp(w4a16_stream_max_stages, 2, kMaxStages);
   for (int stages = max_stages; stages >= std::min(3, max_stages); --stages) {
     const int slots = std::min({kMaxScaleSlots, stages + 1, (stages + stages_per_tile - 1) / stages_per_tile + 2});
