@@ -159,9 +159,9 @@ TEST(GemmW4A16, MatchesCpuStreamKernel) {
     cases.push_back(c);
   }
   for (const W4Case& c : cases) check_w4a16(c);
-  cuda::w4a16_stream_bulk_copies = true;  // the producer's other copy engine
+  cuda::w4a16_stream_bulk_copies = !cuda::w4a16_stream_bulk_copies;  // the producer's other copy engine
   for (const W4Case& c : cases) check_w4a16(c);
-  cuda::w4a16_stream_bulk_copies = false;
+  cuda::w4a16_stream_bulk_copies = !cuda::w4a16_stream_bulk_copies;
   cuda::w4a16_stream_disabled = true;
   for (const W4Case& c : cases) check_w4a16(c);
   cuda::w4a16_stream_disabled = false;
@@ -320,7 +320,8 @@ TEST(GemmW4A16Perf, StreamRing) {
   const PerfShape& s = kLlamaShapes[0];
   PerfWeights w = perf_weights(s.n, s.k);
   const int stages_default = cuda::w4a16_stream_max_stages;
-  for (int stages : {4, 8, 12}) {
+  const bool bulk_default = cuda::w4a16_stream_bulk_copies;
+  for (int stages : {4, 8}) {
     for (bool bulk : {false, true}) {
       cuda::w4a16_stream_max_stages = stages;
       cuda::w4a16_stream_bulk_copies = bulk;
@@ -329,15 +330,21 @@ TEST(GemmW4A16Perf, StreamRing) {
     }
   }
   cuda::w4a16_stream_max_stages = stages_default;
-  cuda::w4a16_stream_bulk_copies = false;
+  cuda::w4a16_stream_bulk_copies = bulk_default;
 }
-// The decode rows of LlamaShapes alone (whichever kernel gemm_w4a16 picks), for quick tuning.
+// The decode rows on the streaming kernel and on the register-ring kernel, for the M rules.
 TEST(GemmW4A16Perf, DecodeShapes) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   for (const PerfShape& s : kLlamaShapes) {
     PerfWeights w = perf_weights(s.n, s.k);
-    for (int64_t m : {1, 2, 4, 8, 16}) time_w4a16(std::string("w4a16-decode ") + s.name, w, m, s.n, s.k);
+    for (int64_t m : {1, 2, 4, 8, 16}) {
+      for (bool ring : {false, true}) {
+        cuda::w4a16_stream_disabled = ring;
+        time_w4a16(std::string(ring ? "w4a16-ring " : "w4a16-stream ") + s.name, w, m, s.n, s.k);
+      }
+    }
   }
+  cuda::w4a16_stream_disabled = false;
 }
 TEST(GemmW4A16Perf, StreamProfile) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";

@@ -13,16 +13,17 @@
 //   small ring of their own.
 // - x (M <= 16 rows) is copied once into shared memory (row pitch K * 2 + 16 bytes, which puts
 //   the 32 lanes' 16-byte reads of 8 tokens x 4 K offsets on distinct banks).
-// - eight consumer warps split each stage's 1 KiB chunks (16 rows x 128 K) and run the same math
+// - sixteen consumer warps take one of each stage's 1 KiB chunks (16 rows x 128 K) each (four
+//   warps a scheduler hide the dependent LOP3 / MMA latencies) and run the same math
 //   as w4a16_mma.cu with the scale after the MMA: LOP3 makes 128 + q (bf16; 1024 + q for f16)
 //   exactly, mma.sync m16n8k16 takes the weights as A and x as B (K reordered inside the MMA as
-//   there: lane (g, t) holds rows g and g + 8 at K offsets 32 t + 8 w of each chunk), a second
-//   MMA against ones gives the chunk's x sums, and each chunk's fp32 sums become
+//   there: lane (g, t) holds rows g and g + 8 at K offsets 32 t + 8 w of each chunk), the
+//   chunk's x sums are computed once per CTA from shared memory, and each chunk's fp32 sums become
 //   s (sum (128 + q) x - (128 + z) sum x).
 // - the CTAs are persistent (one per SM) and split the whole weight stream, tile-major and
 //   1 KiB chunk by chunk, into equal contiguous ranges (stream-K): every SM streams from the
 //   first to the last microsecond whatever N and K are. A tile that lies whole inside a CTA's
-//   range is reduced over the 8 warps and written to y; the few tiles shared by two CTAs (at
+//   range is reduced over the warps and written to y; the few tiles shared by two CTAs (at
 //   most two per CTA) leave fp32 partials that a second small kernel adds in CTA order, so the
 //   result is deterministic and the launch is CUDA-graph safe (no atomics, no counters).
 // Both kernels use programmatic dependent launch (pdl.cuh) to hide launch latency.
@@ -44,7 +45,7 @@ namespace {
 
 using namespace hopper;
 
-constexpr int kConsumerWarps = 8;
+constexpr int kConsumerWarps = 16;
 constexpr int kConsumerThreads = 32 * kConsumerWarps;
 constexpr int kThreads = kConsumerThreads + 32;  // + the producer warp
 constexpr int kChunkBytes = 1024;                // 16 rows x 128 K of int4
@@ -67,7 +68,8 @@ struct StreamPlan {
   uint32_t zero_bytes;    // one tile's zero points (0 when symmetric)
   uint32_t slot_bytes;
   uint32_t x_pitch;       // bytes a token in shared memory
-  uint32_t off_slots, off_x, off_red, off_bars, smem_bytes;
+  int group_shift;        // log2(chunks_per_group), or -1 when that is not a power of two
+  uint32_t off_slots, off_x, off_xsum, off_zero, off_red, off_bars, smem_bytes;
   bool bulk;              // 1-d bulk copies (TMA) rather than the producer warp's cp.async
 };
 
@@ -78,13 +80,11 @@ struct Magic;
 template <>
 struct Magic<FloatType::kBF16> {
   static constexpr uint32_t kBits = 0x43004300u;  // bf16 128 | 128: OR a nibble in, get 128 + q
-  static constexpr uint32_t kOne = 0x3F803F80u;
   static constexpr float kOffset = 128.0f;
 };
 template <>
 struct Magic<FloatType::kF16> {
   static constexpr uint32_t kBits = 0x64006400u;  // f16 1024 | 1024
-  static constexpr uint32_t kOne = 0x3C003C00u;
   static constexpr float kOffset = 1024.0f;
 };
 
@@ -100,7 +100,7 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
 
 __device__ __forceinline__ int64_t range_start(int64_t cta, int64_t ctas, int64_t total) { return cta * total / ctas; }
 
-// A consumer warp's share of one stage: chunks warp + 8 j (j < kCount) of the stage's n, all
+// A consumer warp's share of one stage: chunks warp + 16 j (j < kCount) of the stage's n, all
 // kCount at once so that their loads and MMA chains overlap. A chunk past n is computed on a
 // valid one's bytes with scale 0 (shared memory holds finite bf16 / f16 only), which keeps the
 // body free of branches.
@@ -121,7 +121,7 @@ __device__ __forceinline__ void consume_chunks(const W4A16Args& a, const StreamP
     chunk[j] = c0 + cs;
     wv[j][0] = *reinterpret_cast<const uint4*>(stage + cs * kChunkBytes + lane * 16);
     wv[j][1] = *reinterpret_cast<const uint4*>(stage + cs * kChunkBytes + 512 + lane * 16);
-    const int group = chunk[j] / p.chunks_per_group;
+    const int group = p.group_shift >= 0 ? chunk[j] >> p.group_shift : chunk[j] / p.chunks_per_group;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int idx = (8 * h + g) * p.groups + group;
@@ -133,7 +133,7 @@ __device__ __forceinline__ void consume_chunks(const W4A16Args& a, const StreamP
     }
   }
   // Two accumulators per product (even and odd MMA of a word) halve the dependent MMA chain.
-  float part[kCount][kMTiles][2][4], xs[kCount][kMTiles][2][4];
+  float part[kCount][kMTiles][2][4];
 #pragma unroll
   for (int j = 0; j < kCount; ++j)
 #pragma unroll
@@ -141,8 +141,7 @@ __device__ __forceinline__ void consume_chunks(const W4A16Args& a, const StreamP
 #pragma unroll
       for (int e = 0; e < 2; ++e)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) part[j][mt][e][i] = xs[j][mt][e][i] = 0.0f;
-  const uint32_t ones[4] = {M::kOne, M::kOne, M::kOne, M::kOne};
+        for (int i = 0; i < 4; ++i) part[j][mt][e][i] = 0.0f;
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
 #pragma unroll
@@ -157,32 +156,36 @@ __device__ __forceinline__ void consume_chunks(const W4A16Args& a, const StreamP
       const uint32_t a1[4] = {frag[0][2], frag[1][2], frag[0][3], frag[1][3]};
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
+        // Tokens past M read a line of zeros: an address select instead of a branch.
         const int token = 8 * mt + g;
-        uint4 xv = make_uint4(0, 0, 0, 0);
-        if (token < a.m) {
-          xv = pair_halves(*reinterpret_cast<const uint4*>(smem + p.off_x + token * p.x_pitch +
-                                                           (chunk[j] * 128 + 32 * t + 8 * w) * 2));
-        }
+        const uint32_t offset = token < a.m ? p.off_x + token * p.x_pitch + (chunk[j] * 128 + 32 * t + 8 * w) * 2
+                                            : p.off_zero + 16 * t;
+        const uint4 xv = pair_halves(*reinterpret_cast<const uint4*>(smem + offset));
         KvTraits<kType>::mma(part[j][mt][0], a0, xv.x, xv.y);
         KvTraits<kType>::mma(part[j][mt][1], a1, xv.z, xv.w);
-        KvTraits<kType>::mma(xs[j][mt][0], ones, xv.x, xv.y);
-        KvTraits<kType>::mma(xs[j][mt][1], ones, xv.z, xv.w);
       }
     }
   }
-  // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8, the same tokens (xs holds each
-  // token's sum in every row).
+  // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8, the same tokens.
+  const float* xsum = reinterpret_cast<const float*>(smem + p.off_xsum);
+  const int chunks = p.chunks_per_tile;
 #pragma unroll
   for (int j = 0; j < kCount; ++j)
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      float xs[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int token = 8 * mt + 2 * t + e;
+        xs[e] = token < a.m ? xsum[token * chunks + chunk[j]] : 0.0f;
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int h = i >> 1;
         const float dot = part[j][mt][0][i] + part[j][mt][1][i];
-        const float xsum = xs[j][mt][0][i] + xs[j][mt][1][i];
-        acc[mt][i] = fmaf(scale[j][h], fmaf(-zero[j][h], xsum, dot), acc[mt][i]);
+        acc[mt][i] = fmaf(scale[j][h], fmaf(-zero[j][h], xs[i & 1], dot), acc[mt][i]);
       }
+    }
 }
 
 template <FloatType kType, int kMTiles>
@@ -217,6 +220,7 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
   const int64_t start = range_start(cta, ctas, p.total_chunks), end = range_start(cta + 1, ctas, p.total_chunks);
 
   if (warp == kConsumerWarps) {  // the producer
+    if (p.bulk && lane != 0) return;  // one thread issues the bulk copies
     const int64_t x_row_bytes = a.k * 2;
     const uint8_t* x = static_cast<const uint8_t*>(a.x);
     if (p.bulk) {  // one elected thread, 1-d bulk copies (TMA)
@@ -285,6 +289,28 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[mt][i] = 0.0f;
   mbarrier_wait(xfull, 0);
+  // Each token's x sum over each 128-K chunk (for the zero points), 16 lanes a chunk; and the
+  // zero line that tokens past M read.
+  {
+    const int units = a.m * C * 16;  // 16-byte pieces of x
+    float* xsum = reinterpret_cast<float*>(smem + p.off_xsum);
+    for (int u0 = 0; u0 < units; u0 += kConsumerThreads) {
+      const int u = u0 + static_cast<int>(threadIdx.x);
+      const int token = u / (C * 16), piece = u - token * (C * 16);
+      float sum = 0.0f;
+      if (u < units) {
+        const uint4 v = *reinterpret_cast<const uint4*>(smem + p.off_x + token * p.x_pitch + piece * 16);
+        float f[8];
+        load8(&v, a.x_type, 0, f);
+        sum = ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
+      }
+#pragma unroll
+      for (int o = 8; o >= 1; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+      if (u < units && (lane & 15) == 0) xsum[token * C + piece / 16] = sum;
+    }
+    if (threadIdx.x < 4) reinterpret_cast<uint4*>(smem + p.off_zero)[threadIdx.x] = make_uint4(0, 0, 0, 0);
+    named_barrier_sync(kConsumerBarrier, kConsumerThreads);
+  }
 
   int s = 0, ts = 0;
   for (int64_t q = start; q < end;) {
@@ -297,11 +323,8 @@ __global__ void __launch_bounds__(kThreads, 1) w4a16_stream_kernel(W4A16Args a, 
     mbarrier_wait(full0 + 8 * r, (s / stages) & 1);
     const uint8_t* stage = smem + r * (kStageChunks * kChunkBytes);
     const uint8_t* sc = smem + p.off_slots + slot * p.slot_bytes;
-    if (n > kConsumerWarps) {
-      consume_chunks<kType, kMTiles, 2>(a, p, smem, stage, sc, c0, n, warp, lane, acc);
-    } else {
-      consume_chunks<kType, kMTiles, 1>(a, p, smem, stage, sc, c0, n, warp, lane, acc);
-    }
+    static_assert(kStageChunks <= kConsumerWarps, "a chunk a warp and stage");
+    if (warp < n) consume_chunks<kType, kMTiles, 1>(a, p, smem, stage, sc, c0, n, warp, lane, acc);
     __syncwarp();
     if (lane == 0) mbarrier_arrive(empty0 + 8 * r);
     ++s;
@@ -393,6 +416,9 @@ bool make_plan(const W4A16Args& a, StreamPlan& p) {
   const int m_tiles = (a.m + 7) / 8;
   const int64_t x_bytes = int64_t{a.m} * p.x_pitch;
   const int64_t red_bytes = 2 * kConsumerWarps * m_tiles * 128 * 4;
+  const int64_t xsum_bytes = align16(static_cast<uint32_t>(std::min<int64_t>(int64_t{a.m} * p.chunks_per_tile * 4, 1 << 30)));
+  const int cpg = p.chunks_per_group;
+  p.group_shift = (cpg & (cpg - 1)) == 0 ? __builtin_ctz(static_cast<unsigned>(cpg)) : -1;
   const int stages_per_tile = std::max(1, p.chunks_per_tile / kStageChunks);
   p.bulk = w4a16_stream_bulk_copies;
   const int max_stages = std::clamp(w4a16_stream_max_stages, 2, kMaxStages);
@@ -401,7 +427,9 @@ bool make_plan(const W4A16Args& a, StreamPlan& p) {
     const int64_t ring = int64_t{stages} * kStageChunks * kChunkBytes;
     const int64_t off_slots = ring;
     const int64_t off_x = off_slots + int64_t{slots} * p.slot_bytes;
-    const int64_t off_red = off_x + align16(static_cast<uint32_t>(std::min<int64_t>(x_bytes, 1 << 30)));
+    const int64_t off_xsum = off_x + align16(static_cast<uint32_t>(std::min<int64_t>(x_bytes, 1 << 30)));
+    const int64_t off_zero = off_xsum + xsum_bytes;
+    const int64_t off_red = off_zero + 64;
     const int64_t off_bars = off_red + red_bytes;
     const int64_t total = off_bars + 8 * (2 * stages + 2 * slots + 1);
     if (total <= kSharedLimit) {
@@ -409,6 +437,8 @@ bool make_plan(const W4A16Args& a, StreamPlan& p) {
       p.scale_slots = slots;
       p.off_slots = static_cast<uint32_t>(off_slots);
       p.off_x = static_cast<uint32_t>(off_x);
+      p.off_xsum = static_cast<uint32_t>(off_xsum);
+      p.off_zero = static_cast<uint32_t>(off_zero);
       p.off_red = static_cast<uint32_t>(off_red);
       p.off_bars = static_cast<uint32_t>(off_bars);
       p.smem_bytes = static_cast<uint32_t>(total);
