@@ -3,7 +3,8 @@
 // x uniform in [-1, 1]. The CPU writes f32.
 // Tolerance: |cuda - cpu| <= atol + rtol * |cpu|, rtol = one rounding of y's dtype and, by the
 // path gemm_w4a16 takes (kernels/w4a16/w4a16_heuristics.h):
-// - 16-bit x, tile layout, group % 128 == 0, M <= 16 (streaming kernel, w4a16_stream.cu): the
+// - 16-bit x, tile layout, group % 128 == 0, M <= 2 on small weights (streaming kernel,
+//   w4a16_stream.cu; MatchesCpuStreamKernel forces it up to M = 16): the
 //   tensor-core kernel's math with the scale after the MMA, summed over CTAs in another
 //   order: atol = 1e-3 * sqrt(K) as below;
 // - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows (tensor-core kernel, passes of up
@@ -158,13 +159,14 @@ TEST(GemmW4A16, MatchesCpuStreamKernel) {
        }) {
     cases.push_back(c);
   }
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamForced;
   for (const W4Case& c : cases) check_w4a16(c);
   cuda::w4a16_stream_bulk_copies = !cuda::w4a16_stream_bulk_copies;  // the producer's other copy engine
   for (const W4Case& c : cases) check_w4a16(c);
   cuda::w4a16_stream_bulk_copies = !cuda::w4a16_stream_bulk_copies;
-  cuda::w4a16_stream_disabled = true;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
   for (const W4Case& c : cases) check_w4a16(c);
-  cuda::w4a16_stream_disabled = false;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 // Every configuration of the tensor-core kernel (the tuning benchmark forces each), with the
@@ -172,7 +174,7 @@ TEST(GemmW4A16, MatchesCpuStreamKernel) {
 // kernel is kept out so that the tile layout reaches every configuration too.
 TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16;
-  cuda::w4a16_stream_disabled = true;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
   for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
     cuda::w4a16_mma_config_override = c;
     const int64_t max_m = 8 * cuda::kW4A16MmaConfigs[c].m_tiles;
@@ -183,7 +185,7 @@ TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
     }
   }
   cuda::w4a16_mma_config_override = -1;
-  cuda::w4a16_stream_disabled = false;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 TEST(GemmW4A16, MatchesCpuLargeM) {
@@ -301,16 +303,16 @@ TEST(GemmW4A16Perf, RowLayout) {
   for (int64_t m : {1, 16}) time_w4a16("w4a16-rows gate_up", w, m, kLlamaShapes[0].n, kLlamaShapes[0].k);
 }
 
-// The register-ring tensor-core kernel where the streaming kernel now runs (M <= 16), beside
-// the LlamaShapes numbers of the same run.
+// The register-ring tensor-core kernel alone at M = 1 and 16, beside the LlamaShapes numbers of
+// the same run.
 TEST(GemmW4A16Perf, RingKernel) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  cuda::w4a16_stream_disabled = true;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
   for (const PerfShape& s : kLlamaShapes) {
     PerfWeights w = perf_weights(s.n, s.k);
     for (int64_t m : {1, 16}) time_w4a16(std::string("w4a16-ring ") + s.name, w, m, s.n, s.k);
   }
-  cuda::w4a16_stream_disabled = false;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 // The streaming kernel's ring depth (stages of 16 KiB) and copy engine on gate_up, and a short
@@ -321,6 +323,7 @@ TEST(GemmW4A16Perf, StreamRing) {
   PerfWeights w = perf_weights(s.n, s.k);
   const int stages_default = cuda::w4a16_stream_max_stages;
   const bool bulk_default = cuda::w4a16_stream_bulk_copies;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamForced;
   for (int stages : {4, 8}) {
     for (bool bulk : {false, true}) {
       cuda::w4a16_stream_max_stages = stages;
@@ -331,6 +334,7 @@ TEST(GemmW4A16Perf, StreamRing) {
   }
   cuda::w4a16_stream_max_stages = stages_default;
   cuda::w4a16_stream_bulk_copies = bulk_default;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 // The decode rows on the streaming kernel and on the register-ring kernel, for the M rules.
 TEST(GemmW4A16Perf, DecodeShapes) {
@@ -339,23 +343,25 @@ TEST(GemmW4A16Perf, DecodeShapes) {
     PerfWeights w = perf_weights(s.n, s.k);
     for (int64_t m : {1, 2, 4, 8, 16}) {
       for (bool ring : {false, true}) {
-        cuda::w4a16_stream_disabled = ring;
+        cuda::w4a16_stream_mode = ring ? cuda::kW4A16StreamOff : cuda::kW4A16StreamForced;
         time_w4a16(std::string(ring ? "w4a16-ring " : "w4a16-stream ") + s.name, w, m, s.n, s.k);
       }
     }
   }
-  cuda::w4a16_stream_disabled = false;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 TEST(GemmW4A16Perf, StreamProfile) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   const PerfShape& s = kLlamaShapes[0];
   PerfWeights w = perf_weights(s.n, s.k);
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamForced;
   time_w4a16(std::string("w4a16-profile ") + s.name, w, 1, s.n, s.k, 2);
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 TEST(GemmW4A16Perf, MmaConfigs) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  cuda::w4a16_stream_disabled = true;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
   for (const PerfShape& s : {kLlamaShapes[0], kLlamaShapes[2]}) {
     PerfWeights w = perf_weights(s.n, s.k);
     for (int64_t m : {1, 4, 8, 16, 32, 64}) {
@@ -367,7 +373,7 @@ TEST(GemmW4A16Perf, MmaConfigs) {
       cuda::w4a16_mma_config_override = -1;
     }
   }
-  cuda::w4a16_stream_disabled = false;
+  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 TEST(GemmW4A16Perf, LargeSquare) {

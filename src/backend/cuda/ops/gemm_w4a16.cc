@@ -1,8 +1,9 @@
 // gemm_w4a16: int4 weights times 16-bit or f32 activations. The kernel is chosen by M
 // (kernels/w4a16/w4a16_heuristics.h):
-// - 16-bit x, tile layout, group_size % 128 == 0, M <= kW4A16StreamMaxRows (decode): the
-//   streaming kernel (w4a16_stream.cu) where its shared-memory plan holds x; it splits the
-//   weight stream over persistent CTAs itself (fp32 partials of the shared tiles in scratch).
+// - 16-bit x, tile layout, group_size % 128 == 0, decode M on small weights (the rule in
+//   w4a16_heuristics.h): the streaming kernel (w4a16_stream.cu) where its shared-memory plan
+//   holds x; it splits the weight stream over persistent CTAs itself (fp32 partials of the
+//   shared tiles in scratch, added by its second kernel).
 // - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows: the tensor-core kernel
 //   (w4a16_mma.cu) in passes of up to kW4A16MmaMaxRows rows, every weight byte read once per
 //   pass, split over K when N alone cannot fill the GPU (fp32 partials in scratch, summed by a
@@ -55,7 +56,7 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
   a.n = n;
   a.k = k;
   a.group_size = p.group_size;
-  if (mma && tiles && !w4a16_stream_disabled && w4a16_stream_supported(a)) {
+  if (mma && tiles && w4a16_stream_wanted(m, n, k) && w4a16_stream_supported(a)) {
     Tensor partials(*ctx.allocator, DType::kF32, {w4a16_stream_partial_floats(a, ctx.num_sms)});
     launch_w4a16_stream(a, partials.data_as<float>(), ctx.num_sms, ctx.stream);
     return;
