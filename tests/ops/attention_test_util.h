@@ -7,10 +7,12 @@
 // of the output: |cuda - cpu| <= atol + rtol * |cpu|, rtol bf16 1/128, f16 1/1024.
 //  - generic kernel (prefill; fp32 scores and weights): atol 1e-4.
 //  - decode and prefill kernels (tensor cores): the softmax weights p are rounded to the KV dtype (half an ulp,
-//    u = 2^-9 bf16, 2^-12 f16) before P V, and the row sums add the rounded weights, so the output
-//    stays a convex combination whose weights moved by at most u relative: |error| <= u *
-//    max|v - out| <= 2u. atol = 2u (bf16 2^-8, f16 2^-11). That bound is loose for long contexts
-//    (errors average out), so their cases also check the relative L2 error of the whole output,
+//    u = 2^-9 bf16, 2^-12 f16) before P V. Where the row sums add the rounded weights (decode) the
+//    output stays a convex combination whose weights moved by at most u relative: |error| <= u *
+//    max|v - out| <= 2u; where they add the fp32 weights (Hopper prefill) the error is
+//    sum (p_r - p) v / sum p: |error| <= u * max|v| <= u (random data: |v| <= 1).
+//    atol = 2u (bf16 2^-8, f16 2^-11). That bound is loose for long contexts (errors average
+//    out), so their cases also check the relative L2 error of the whole output,
 //    ||cuda - cpu|| / ||cpu||: rounding p and the output give about 0.16% (bf16) and 0.02% (f16);
 //    the limits are 0.4% and 0.05%. Dropping one key of 4096 moves it by about 1.6%.
 #pragma once

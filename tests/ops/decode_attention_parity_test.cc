@@ -3,8 +3,9 @@
 // 64 / 128 / 256, groups 1 (MHA), 2, 4, 8 (and MQA), 1 to 8 query tokens per sequence (causal
 // among them), ragged context lengths from 1 to 32k with partial last blocks, block sizes 4 to
 // 32 over shuffled block tables, sliding windows, a context bound far above the actual lengths
-// (as under CUDA-graph capture) and the split-KV paths. The *Perf* cases time the benchmark
-// shapes of issue #7 (H200: 32 / 8 heads, head_dim 128) on random data.
+// (as under CUDA-graph capture) and the split-KV paths, whose in-kernel merge must repeat exactly
+// (eager and from a CUDA graph). The *Perf* cases time the benchmark shapes of issue #7 (H200:
+// 32 / 8 heads, head_dim 128) on random data.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,6 +72,42 @@ TEST_P(DecodeAttention, ManySequences) {
   AttentionCase spec{16, 4, 64, 16, 0, {}};
   for (int s = 0; s < 40; ++s) spec.seqs.push_back({1 + s % 4, 4 + len(rng)});
   run_cases(GetParam(), {c, spec});
+}
+
+// Split-KV partials are merged inside the kernel by the last split block of each (sequence, kv
+// head, row chunk), in split order, which then resets its counter: repeated launches on the
+// stream, eager and replayed from a CUDA graph, must each write the whole output (poisoned before
+// each) with the same bits, and the first must match the CPU reference.
+TEST_P(DecodeAttention, SplitMergeRepeats) {
+  const DType dtype = GetParam();
+  const AttentionCase c{32, 8, 128, 16, 0, {{1, 9000}, {2, 3000}, {1, 1}, {1, 700}}};
+  check_attention(dtype, c, 21);
+  std::mt19937 rng(21);
+  AttentionInputs in = make_attention_inputs(dtype, c, rng);
+  Tensor qkv = to_device(in.qkv), k = to_device(in.k_cache), v = to_device(in.v_cache);
+  Tensor tables = to_device(in.block_tables), starts = to_device(in.query_start);
+  Tensor lens = to_device(in.context_lens);
+  const Shape out_shape{in.num_tokens, int64_t{c.num_heads} * c.head_dim};
+  const Tensor nans = make_tensor(dtype, out_shape, std::vector<double>(out_shape.num_elements(), NAN));
+  Tensor poison = to_device(nans), out = to_device(nans);
+  const AttentionParams params = make_attention_params(c, in, qkv, k, v, tables, starts, lens, out);
+  Backend& gpu = cuda_backend();
+  gpu.attention(params);
+  const std::vector<double> first = host_doubles(out);
+  for (double x : first) ASSERT_FALSE(std::isnan(x)) << "an output element was not written";
+  for (int i = 0; i < 3; ++i) {
+    gpu.copy(out, poison);
+    gpu.attention(params);
+    gpu.attention(params);  // back to back: the second waits on the first through PDL
+    EXPECT_EQ(host_doubles(out), first) << "eager launch " << i;
+  }
+  std::unique_ptr<RecordedGraph> graph = gpu.record_graph([&] { gpu.attention(params); });
+  if (graph == nullptr) return;  // a backend without graphs
+  for (int i = 0; i < 3; ++i) {
+    gpu.copy(out, poison);
+    graph->replay();
+    EXPECT_EQ(host_doubles(out), first) << "graph replay " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16, DType::kF16),

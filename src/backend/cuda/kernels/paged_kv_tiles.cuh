@@ -18,6 +18,11 @@
 
 namespace brisk::cuda {
 
+// [src, src + bytes) into L2 (Hopper bulk prefetch; 16-byte aligned, bytes a multiple of 16).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+
 template <class Config, class Args>
 struct PagedKvTiles {
   static constexpr int kLoads = Config::kLoadsPerThread;
@@ -68,18 +73,53 @@ struct PagedKvTiles {
     }
   }
 
+  // Brings the K and V of tiles [0, count) into L2 with bulk prefetches, one per run of keys
+  // contiguous in the cache (a cache block, or a tile's share of one). A kernel may issue them
+  // before waiting on the kernel that writes the new tokens' K / V: L2 is the point of coherence,
+  // so a prefetched line that kernel then writes is updated there, and the copies that follow the
+  // wait read the new bytes.
+  __device__ __forceinline__ void prefetch_l2(int count) const {
+    constexpr int kTileKeysLog2 = __builtin_ctz(Config::kTileKeys);
+    static_assert((1 << kTileKeysLog2) == Config::kTileKeys);
+    const int run_log2 = min(static_cast<int>(a.block_size_log2), kTileKeysLog2);
+    const int runs = (min(count, num_tiles) * Config::kTileKeys) >> run_log2;
+    const uint32_t run_bytes = static_cast<uint32_t>(Config::kHeadDim * 2) << run_log2;
+    const int block_mask = (1 << a.block_size_log2) - 1;
+    for (int r = static_cast<int>(threadIdx.x); r < runs; r += static_cast<int>(blockDim.x)) {
+      const int key = key0 + (r << run_log2);
+      const int block = key >> a.block_size_log2;
+      if (key >= key_end || block >= a.max_blocks_per_seq) break;
+      const int id = block_table[block];
+      if (id < 0 || id >= a.num_cache_blocks) continue;
+      const int64_t element =
+          (((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)) * Config::kHeadDim;
+      prefetch_l2_bulk(static_cast<const char*>(a.k_cache) + element * 2, run_bytes);
+      prefetch_l2_bulk(static_cast<const char*>(a.v_cache) + element * 2, run_bytes);
+    }
+  }
+
   // Fills the pipeline (the ids of all its tiles in flight together, one commit group per
   // stage) and returns in next_ids the ids of the first tile not yet issued.
   __device__ __forceinline__ void fill(uint8_t* ring, int (&next_ids)[kLoads]) const {
     int fill_ids[Config::kStages - 1][kLoads];
+    fetch_fill_ids(fill_ids, next_ids);
+    issue_fill(ring, fill_ids);
+  }
+
+  // fill() in two steps, for a kernel that reads the block table before it may read K / V (the
+  // decode kernel fetches the ids before waiting on the kernel that writes the new token's K / V).
+  __device__ __forceinline__ void fetch_fill_ids(int (&fill_ids)[Config::kStages - 1][kLoads],
+                                                 int (&next_ids)[kLoads]) const {
 #pragma unroll
     for (int s = 0; s < Config::kStages - 1; ++s) fetch_ids(s, fill_ids[s]);
+    fetch_ids(Config::kStages - 1, next_ids);
+  }
+  __device__ __forceinline__ void issue_fill(uint8_t* ring, const int (&fill_ids)[Config::kStages - 1][kLoads]) const {
 #pragma unroll
     for (int s = 0; s < Config::kStages - 1; ++s) {
       issue(s, fill_ids[s], ring);
       cp_async_commit();
     }
-    fetch_ids(Config::kStages - 1, next_ids);
   }
 
   const Args& a;

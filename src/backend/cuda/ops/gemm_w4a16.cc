@@ -1,5 +1,9 @@
 // gemm_w4a16: int4 weights times 16-bit or f32 activations. The kernel is chosen by M
 // (kernels/w4a16/w4a16_heuristics.h):
+// - 16-bit x, tile layout, group_size % 128 == 0, decode M on small weights (the rule in
+//   w4a16_heuristics.h): the streaming kernel (w4a16_stream.cu) where its shared-memory plan
+//   holds x; it splits the weight stream over persistent CTAs itself (fp32 partials of the
+//   shared tiles in scratch, added by its second kernel).
 // - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows: the tensor-core kernel
 //   (w4a16_mma.cu) in passes of up to kW4A16MmaMaxRows rows, every weight byte read once per
 //   pass, split over K when N alone cannot fill the GPU (fp32 partials in scratch, summed by a
@@ -10,9 +14,10 @@
 // - otherwise M <= kW4A16MaxRows with the row layout: the CUDA-core kernel (w4a16_small_m.cu; f32
 //   x, or K not a multiple of 128), fp32 dequantization.
 // - 16-bit x, K % 128 == 0, the tile layout and M in the wgmma kernel's range
-//   (w4a16_wgmma_enabled): the wgmma kernel (w4a16_wgmma.cu; prefill), x first permuted into the
-//   weights' K order in scratch, each weight dequantized into registers (one rounding of
-//   (q - z) * s, as below), split over K when the tiles leave SMs idle.
+//   (w4a16_wgmma_enabled; prefill): the wgmma kernel (w4a16_wgmma.cu), each weight dequantized
+//   into registers in x's dtype (the scale rounded to it, then (q - z) * s rounded), x read by
+//   TMA as it is (groups of 128) or first permuted into the weights' K order in scratch (smaller
+//   groups), split over K when the tiles leave SMs idle.
 // - otherwise (f32 x, the row layout, K % 128 != 0, M past the wgmma range): the weight is
 //   dequantized into scratch in x's dtype and multiplied by cuBLASLt. This costs a write and a
 //   read of the dense weight per call. With f32 activations the dequantized weight is exact;
@@ -24,6 +29,7 @@
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
+#include "backend/cuda/kernels/w4a16/w4a16_stream.h"
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/gemm_runner.h"
@@ -37,7 +43,7 @@ namespace {
 
 // Rows x [rows, K] -> y [rows, N] by the tensor-core kernel (mma; rows <= kW4A16MmaMaxRows) or
 // the CUDA-core kernel (rows <= kW4A16MaxRows, row layout); x rows 16-byte aligned.
-void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, TensorView y, bool mma) {
+void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, TensorView y, bool mma, bool tiles) {
   const int64_t m = x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
   W4A16Args a;
   a.x = x.data();
@@ -56,6 +62,11 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
   a.n = n;
   a.k = k;
   a.group_size = p.group_size;
+  if (mma && tiles && w4a16_stream_wanted(m, n, k) && w4a16_stream_supported(a)) {
+    Tensor partials(*ctx.allocator, DType::kF32, {w4a16_stream_partial_floats(a, ctx.num_sms)});
+    launch_w4a16_stream(a, partials.data_as<float>(), ctx.num_sms, ctx.stream);
+    return;
+  }
   if (mma) {
     w4a16_mma_plan_splits(a, ctx.num_sms);
   } else {
@@ -134,7 +145,7 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
     // Past kW4A16MmaMaxRows rows, passes of that many rows each read the weight again.
     for (int64_t r0 = 0; r0 < m; r0 += kW4A16MmaMaxRows) {
       const int64_t r1 = std::min(m, r0 + kW4A16MmaMaxRows);
-      run_small_m(ctx, p, x.slice(0, r0, r1), p.y.slice(0, r0, r1), mma);
+      run_small_m(ctx, p, x.slice(0, r0, r1), p.y.slice(0, r0, r1), mma, tiles);
     }
     return;
   }

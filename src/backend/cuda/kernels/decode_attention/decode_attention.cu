@@ -1,14 +1,10 @@
-// Decode attention: the dispatch table over the support matrix, the split-KV cost model and the
-// kernel that merges split partials. The attention kernels themselves are instantiated one head
-// dim per file (decode_attention_hd*.cu) so that they compile in parallel.
+// Decode attention: the dispatch table over the support matrix and the split-KV cost model. The
+// attention kernels themselves are instantiated one head dim per file (decode_attention_hd*.cu)
+// so that they compile in parallel.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
-#include "backend/cuda/kernels/float_io.cuh"
-#include "backend/cuda/kernels/pdl.cuh"
-#include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
 namespace decode {
@@ -64,73 +60,6 @@ const TableEntry* find_entry(FloatType kv_type, int head_dim, int64_t max_contex
   return nullptr;
 }
 
-constexpr int kCombineWarps = 4;
-
-// One warp per (token, head): out = sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M = max m_s,
-// the exact merge of the splits' online-softmax states (an empty split has m = -inf, acc = 0).
-// Lanes first compute the splits' weights together (into shared memory), then sum the partial
-// rows with independent loads. Launched as a programmatic dependent of the attention kernel:
-// griddepcontrol.wait returns once that grid finished and its writes are visible, so this
-// kernel's launch overlaps the attention kernel's tail.
-__global__ void decode_attention_combine_kernel(const DecodeAttentionArgs a) {
-  __shared__ float weights_s[kCombineWarps][kDecodeMaxSplits];
-  pdl_wait();
-  pdl_release();
-  const int64_t num_items = int64_t{a.num_tokens} * a.num_heads;
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  float* weights = weights_s[warp];
-  const int num_quads = a.head_dim / 4;
-  for (int64_t item = int64_t{blockIdx.x} * kCombineWarps + warp; item < num_items;
-       item += int64_t{gridDim.x} * kCombineWarps) {
-    float row_max = -INFINITY;
-    for (int s = lane; s < a.num_splits; s += 32)
-      row_max = fmaxf(row_max, a.partial_ml[(s * num_items + item) * 2]);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1)
-      row_max = fmaxf(row_max, __shfl_xor_sync(0xFFFFFFFFu, row_max, offset));
-    float row_sum = 0.0f;
-    for (int s = lane; s < a.num_splits; s += 32) {
-      const float m = a.partial_ml[(s * num_items + item) * 2];
-      const float w = m == -INFINITY ? 0.0f : exp2f(m - row_max);
-      weights[s] = w;
-      row_sum += w * a.partial_ml[(s * num_items + item) * 2 + 1];
-    }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) row_sum += __shfl_xor_sync(0xFFFFFFFFu, row_sum, offset);
-    __syncwarp();
-    const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
-    const int64_t token = item / a.num_heads;
-    const int64_t head = item % a.num_heads;
-    for (int q4 = lane; q4 < num_quads; q4 += 32) {
-      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      const float4* src = reinterpret_cast<const float4*>(a.partial_acc + item * a.head_dim) + q4;
-      const int64_t split_stride = num_items * a.head_dim / 4;  // in float4
-#pragma unroll 8
-      for (int s = 0; s < a.num_splits; ++s) {
-        const float w = weights[s];
-        const float4 x = src[s * split_stride];
-        sum.x += x.x * w;
-        sum.y += x.y * w;
-        sum.z += x.z * w;
-        sum.w += x.w * w;
-      }
-      const int64_t index = token * a.out_stride + head * a.head_dim + q4 * 4;
-      store_one(a.out, a.out_type, index, sum.x * inv_sum);
-      store_one(a.out, a.out_type, index + 1, sum.y * inv_sum);
-      store_one(a.out, a.out_type, index + 2, sum.z * inv_sum);
-      store_one(a.out, a.out_type, index + 3, sum.w * inv_sum);
-    }
-    __syncwarp();  // weights are read before the next item overwrites them
-  }
-}
-
-void launch_combine(const DecodeAttentionArgs& a, cudaStream_t stream) {
-  const int64_t items = int64_t{a.num_tokens} * a.num_heads;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>((items + kCombineWarps - 1) / kCombineWarps, 1 << 16)));
-  launch_pdl(decode_attention_combine_kernel, grid, kCombineWarps * 32, 0, stream, a);
-}
-
 }  // namespace decode
 
 bool decode_attention_supports(FloatType kv_type, int head_dim) {
@@ -150,13 +79,15 @@ int decode_attention_row_chunks(int group, int max_query_len) {
 // Time, in keys streamed by one block: blocks = sequences x kv heads x row chunks x splits run
 // in waves of (SMs x blocks per SM); in each wave a block pays a start-up (its first copies wait
 // on the sequence's lengths and block table: about 128 keys' time) and streams ceil(tiles /
-// splits) key tiles of the context bound; splitting adds the combine kernel (about 128 keys).
-// Take the fewest splits that minimise it, each split keeping at least 2 tiles. (A model
-// without the start-up term favoured thousands of 2-tile blocks: 64 x 4096 fell from 4.25 to
-// 2.46 TB/s.)
+// splits) key tiles of the context bound; splitting adds the merge by the last split block
+// (about 128 keys). Take the fewest splits that minimise it, each split keeping at least 2
+// tiles. (A model without the start-up term favoured thousands of 2-tile blocks: 64 x 4096 fell
+// from 4.25 to 2.46 TB/s. On the H200 the model's single waves also beat every two-wave split
+// count tried, before the L2 prefetch and early q: 8 x 4096 32 / 8 ran 39.1 us at its 4 splits,
+// 48.9-56.2 at 5 to 16; 1 x 32768 39.3 us at its 32, 50.8-58.0 at 40 to 128.)
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   constexpr int64_t kStartupKeys = 128;
-  constexpr int64_t kCombineKeys = 128;
+  constexpr int64_t kMergeKeys = 128;
   const DecodeKernelShape shape = decode_attention_shape(a.kv_type, a.head_dim, a.max_context_len);
   const int64_t tile_keys = shape.tile_keys();
   const int64_t blocks = int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks;
@@ -168,7 +99,7 @@ int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   for (int splits = 1; splits <= max_splits; ++splits) {
     const int64_t waves = (blocks * splits + slots - 1) / slots;
     const int64_t cost = waves * (((tiles + splits - 1) / splits) * tile_keys + kStartupKeys) +
-                         (splits > 1 ? kCombineKeys : 0);
+                         (splits > 1 ? kMergeKeys : 0);
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best = splits;
@@ -177,12 +108,17 @@ int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   return best;
 }
 
+bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms) {
+  const DecodeKernelShape shape = decode_attention_shape(a.kv_type, a.head_dim, a.max_context_len);
+  const int64_t blocks = int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks * a.num_splits;
+  return blocks <= int64_t{num_sms} * shape.blocks_per_sm;
+}
+
 bool launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream) {
   const decode::TableEntry* entry = decode::find_entry(a.kv_type, a.head_dim, a.max_context_len);
   if (entry == nullptr) return false;
   if (a.num_tokens == 0 || a.num_seqs == 0) return true;
   entry->launch(a, stream);
-  if (a.num_splits > 1) decode::launch_combine(a, stream);
   return true;
 }
 

@@ -5,6 +5,12 @@
 // 16 at a time), so each K/V tile is read from HBM once for all of them. Padding rows (a group
 // of 4 fills 4 of the 16) cost only tensor-core time, which is idle in this memory-bound kernel.
 //
+// Start-up (it decides the single-wave shapes, where every block starts at once): the ragged
+// layout, the block table and an L2 prefetch of the split's first keys are issued before the
+// programmatic-dependent wait, so they overlap the previous kernel's tail; after it, in a single
+// wave, q is loaded before the pipeline fill, so its loads do not queue behind the burst of
+// every block's fill.
+//
 // Mainloop (kWarps warps): key tiles of 16 kWarps keys (K and V, 16-byte cp.async with zero
 // fill, rows XOR-swizzled for conflict-free ldmatrix) stream through a kStages-deep
 // shared-memory ring, so (kStages - 1) tiles per block, and (kStages - 1) x blocks per SM tiles
@@ -15,8 +21,9 @@
 // tile size, so with block size 16 each warp's 16 keys are one contiguous 16 x head_dim block.
 //
 // Epilogue: the warps' (max, sum, O) merge through shared memory; with one split the block
-// writes normalised rows to out, else unnormalised fp32 partials + (max, sum) that
-// decode_attention_combine_kernel (decode_attention.cu) merges.
+// writes normalised rows to out, else unnormalised fp32 partials + (max, sum), and the last
+// split block of the (sequence, kv head, row chunk) to finish merges them all into out
+// (merge_splits; no second kernel, whose launch and wait would add to the wave's tail).
 #pragma once
 
 #include <cstdint>
@@ -59,8 +66,83 @@ struct DecodeConfig {
   static constexpr int kKeyStep = kThreads / kChunks;  // keys between a thread's loads
   static_assert(kThreads % kChunks == 0 && kLoadsPerThread * kKeyStep == kTileKeys);
   static_assert(kStages >= 2);
+  static constexpr int kQLoadsPerThread = kDecodeRowsPerBlock * kChunks / kThreads;  // 8-element runs of q
+  static_assert(kQLoadsPerThread * kThreads == kDecodeRowsPerBlock * kChunks);
+  // Tiles each block prefetches into L2 before its PDL wait: 256 KB of K and V per SM in all
+  // (about 34 MB on 132 SMs, within the 50 MB L2). On the H200 (hd 128, 2 blocks per SM) 4 tiles
+  // took 8 x 4096 from 39.0 to 38.1 us and 1 x 32768 from 40.7 to 40.2; 6 and 8 were slower, on
+  // 256 x 512 too, where the prefetched lines no longer fit in L2.
+  static constexpr int kPrefetchTiles = 256 * 1024 / (kBlocksPerSm * kStageBytes);
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
+
+// The exact merge of the split blocks' online-softmax states for the block's rows: out =
+// sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M = max m_s (an empty split has m = -inf,
+// acc = 0). Each thread takes 4 head dims of a row and folds the splits in split order, 16 at a
+// time: their (max, sum) and acc loads in flight together, then one rescale of the running state
+// per batch and independent weights within it. The order is fixed, so the result does not depend
+// on which block merges. Partials are read through L2 (other blocks wrote them).
+template <int kHeadDim, int kThreads>
+__device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
+                                             int kv_head) {
+  constexpr int kQuads = kHeadDim / 4;
+  constexpr int kBatch = 16;
+  const int group = a.num_heads / a.num_kv_heads;
+  const int num_splits = a.num_splits;
+  const int64_t num_items = int64_t{a.num_tokens} * a.num_heads;
+  const int64_t split_stride = num_items * kHeadDim / 4;  // in float4
+  for (int e = threadIdx.x; e < num_rows * kQuads; e += kThreads) {
+    const int r = e / kQuads;
+    const int q4 = e % kQuads;
+    const int64_t token = q_begin + (row0 + r) / group;
+    const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+    const int64_t item = token * a.num_heads + head;
+    const float2* ml_src = reinterpret_cast<const float2*>(a.partial_ml) + item;
+    const float4* acc_src = reinterpret_cast<const float4*>(a.partial_acc + item * kHeadDim) + q4;
+    float m = -INFINITY;  // running max, sum and acc over the splits folded so far
+    float l = 0.0f;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s0 = 0; s0 < num_splits; s0 += kBatch) {
+      float2 ml[kBatch];
+      float4 x[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        ml[j] = make_float2(-INFINITY, 0.0f);
+        x[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (s0 + j < num_splits) {
+          ml[j] = __ldcg(ml_src + (s0 + j) * num_items);
+          x[j] = __ldcg(acc_src + (s0 + j) * split_stride);
+        }
+      }
+      float m_new = m;
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) m_new = fmaxf(m_new, ml[j].x);
+      if (m_new == -INFINITY) continue;  // nothing visible yet
+      const float alpha = exp2f(m - m_new);  // 0 while m = -inf
+      l *= alpha;
+      o.x *= alpha;
+      o.y *= alpha;
+      o.z *= alpha;
+      o.w *= alpha;
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const float w = exp2f(ml[j].x - m_new);  // 0 for an empty split
+        l += ml[j].y * w;
+        o.x += x[j].x * w;
+        o.y += x[j].y * w;
+        o.z += x[j].z * w;
+        o.w += x[j].w * w;
+      }
+      m = m_new;
+    }
+    const float inv_sum = l > 0.0f ? 1.0f / l : 0.0f;
+    const int64_t index = token * a.out_stride + head * kHeadDim + q4 * 4;
+    store_one(a.out, a.out_type, index, o.x * inv_sum);
+    store_one(a.out, a.out_type, index + 1, o.y * inv_sum);
+    store_one(a.out, a.out_type, index + 2, o.z * inv_sum);
+    store_one(a.out, a.out_type, index + 3, o.w * inv_sum);
+  }
+}
 
 template <FloatType kKvType, int kHeadDim, typename Config>
 __global__ void __launch_bounds__(Config::kThreads, Config::kBlocksPerSm)
@@ -77,12 +159,6 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   uint8_t* ring_s = shared + Config::kQBytes;           // kStages x {K tile, V tile}
   float* ml_s = reinterpret_cast<float*>(ring_s + Config::kRingBytes);  // [warps, 16, 2]
 
-  // Launched as a programmatic dependent (pdl.cuh): wait for the previous kernel's writes (q and
-  // the new token's K/V), then let the next kernel (the combine, or o_proj) launch early; it
-  // waits for this grid's completion before reading.
-  pdl_wait();
-  pdl_release();
-
   const int tid = threadIdx.x;
   const int lane = tid % 32;
   const int warp = tid / 32;
@@ -92,6 +168,10 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   const int seq = blockIdx.z;
   const int group = a.num_heads / a.num_kv_heads;
 
+  // Launched as a programmatic dependent (pdl.cuh). Up to pdl_wait() the block reads only the
+  // ragged layout and the block table, which host copies (or kernels before the previous one)
+  // wrote, never the previous kernel (attention.cc states this contract), and prefetches K / V
+  // into L2, which is coherent (a line that kernel then writes is updated there).
   const int q_begin = a.query_start[seq];
   const int q_len = a.query_start[seq + 1] - q_begin;
   const int context_len = a.context_lens[seq];
@@ -111,28 +191,53 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   const int num_tiles = static_cast<int>(int64_t{split + 1} * num_all_tiles / a.num_splits) - tile_begin;
   const int split_key0 = key_base + tile_begin * kTileKeys;
 
-  // K/V tiles from the paged cache; the pipeline is filled first, then q is staged meanwhile.
   const PagedKvTiles<Config, DecodeAttentionArgs> tiles(a, seq, kv_head, split_key0, key_end, num_tiles);
-  int table_ids[kLoads];  // ids of the next tile to issue, loaded one tile ahead
-  tiles.fill(ring_s, table_ids);
+  tiles.prefetch_l2(Config::kPrefetchTiles);
+  int fill_ids[kStages - 1][kLoads];  // ids of the pipeline fill's tiles
+  int table_ids[kLoads];              // ids of the next tile to issue, loaded one tile ahead
+  tiles.fetch_fill_ids(fill_ids, table_ids);
 
-  // q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
-  for (int e = tid; e < kDecodeRowsPerBlock * kChunks; e += kThreads) {
+  // Wait for the previous kernel's writes (q and the new tokens' K / V), then let the next kernel
+  // launch early; it waits for this grid's completion before reading.
+  pdl_wait();
+  pdl_release();
+
+  // q rows (rows past num_rows are zeros). In a single wave every block issues its fill at once,
+  // and loads queue in issue order: behind that burst q would hold the first tile's math back by
+  // all of it (H200, 8 x 4096 with q after the fill: 3-5 us from the wait to the first tile of a
+  // 38-39 us call), so there q is loaded first (8 x 4096 38.1 -> 37.4 us, 1 x 32768 40.0 ->
+  // 38.6). In a grid of several waves most blocks start alone and the fill goes first (256 x 512:
+  // 136.3 us against 138.2 with q first).
+  if (!a.single_wave) tiles.issue_fill(ring_s, fill_ids);
+  float q_vals[Config::kQLoadsPerThread][8];
+#pragma unroll
+  for (int i = 0; i < Config::kQLoadsPerThread; ++i) {
+    const int e = tid + i * kThreads;
     const int r = e / kChunks;
     const int c = e % kChunks;
-    uint32_t words[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) q_vals[i][j] = 0.0f;
     if (r < num_rows) {
       const int64_t token = q_begin + (row0 + r) / group;
       const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
       const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float lo = load_one(a.q, a.q_type, base + 2 * j);
-        const float hi = load_one(a.q, a.q_type, base + 2 * j + 1);
-        words[j] = float_to_bits(lo, kKvType) | (uint32_t{float_to_bits(hi, kKvType)} << 16);
-      }
+      for (int j = 0; j < 8; ++j) q_vals[i][j] = load_one(a.q, a.q_type, base + j);
     }
-    *reinterpret_cast<uint4*>(q_s + swizzled<kChunks>(r, c)) =
+  }
+  asm volatile("" ::: "memory");  // the q loads are issued here, ahead of a single wave's fill
+  if (a.single_wave) tiles.issue_fill(ring_s, fill_ids);
+  // q -> shared memory in the KV dtype.
+#pragma unroll
+  for (int i = 0; i < Config::kQLoadsPerThread; ++i) {
+    const int e = tid + i * kThreads;
+    uint32_t words[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      words[j] = float_to_bits(q_vals[i][2 * j], kKvType) |
+                 (uint32_t{float_to_bits(q_vals[i][2 * j + 1], kKvType)} << 16);
+    }
+    *reinterpret_cast<uint4*>(q_s + swizzled<kChunks>(e / kChunks, e % kChunks)) =
         make_uint4(words[0], words[1], words[2], words[3]);
   }
 
@@ -324,6 +429,21 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
       }
     }
   }
+  if (a.num_splits == 1) return;
+
+  // Split-KV: the last of the item's split blocks to get here merges the partials (the classic
+  // fence + counter handshake: each block's writes are fenced before its count, the last block
+  // fences again before reading them through L2).
+  __shared__ int is_last_s;
+  const int64_t counter = (int64_t{seq} * a.num_kv_heads + kv_head) * a.num_row_chunks + chunk;
+  __threadfence();
+  __syncthreads();  // every thread's partials are written and fenced; reduce_s is read
+  if (tid == 0) is_last_s = atomicAdd(&a.merge_counters[counter], 1) == a.num_splits - 1;
+  __syncthreads();
+  if (!is_last_s) return;
+  __threadfence();
+  merge_splits<kHeadDim, kThreads>(a, q_begin, row0, num_rows, kv_head);
+  if (tid == 0) a.merge_counters[counter] = 0;  // ready for the next launch (stream-ordered after this grid)
 }
 
 template <FloatType kKvType, int kHeadDim, int kWarps, int kStages, int kBlocksPerSm>

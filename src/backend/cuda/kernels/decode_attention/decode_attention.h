@@ -44,6 +44,14 @@ struct DecodeAttentionArgs : PagedAttentionArgs {
   int num_splits = 1;
   float* partial_acc = nullptr;  // [num_splits, num_tokens, num_heads, head_dim] when split
   float* partial_ml = nullptr;   // [num_splits, num_tokens, num_heads, 2]: max (log2 units), sum
+  // With splits: one counter per (sequence, kv head, row chunk), zero at launch. Each split
+  // block counts itself in after writing its partials; the last one merges them all into out (in
+  // split order, so the result does not depend on which block is last) and sets the counter back
+  // to zero, so the same counters serve every launch on the stream, CUDA-graph replays too.
+  int* merge_counters = nullptr;
+  // Whether the grid runs in one wave (every block resident at once): its blocks then all start
+  // together and load q ahead of the pipeline fill (decode_attention.cuh explains why).
+  bool single_wave = false;
 };
 
 // Whether the table has a kernel for this KV dtype and head dim.
@@ -56,8 +64,11 @@ int decode_attention_row_chunks(int group, int max_query_len);
 // The split-KV cost model: from the grid without splits, the kernel's shape, the SM count and
 // the context bound (a.max_context_len).
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);
-// Launches the attention kernel and, with num_splits > 1, the combine kernel. Returns false,
-// launching nothing, when the table has no kernel for (kv_type, head_dim): the caller reports it.
+// Whether the launch of `a` (num_splits set) fits in one wave of the kernel's blocks.
+bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms);
+// Launches the attention kernel (with num_splits > 1, partial_acc, partial_ml and merge_counters
+// must be set). Returns false, launching nothing, when the table has no kernel for
+// (kv_type, head_dim): the caller reports it.
 bool launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream);
 
 }  // namespace brisk::cuda

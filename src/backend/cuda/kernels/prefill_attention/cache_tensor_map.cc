@@ -50,6 +50,26 @@ CUtensorMap encode(const void* cache, const char* name, const PagedAttentionArgs
 
 }  // namespace
 
+CUtensorMap make_query_tensor_map(const PagedAttentionArgs& a, int group, int tokens) {
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(a.head_dim), static_cast<cuuint64_t>(a.num_heads),
+                              static_cast<cuuint64_t>(a.num_tokens)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(a.head_dim) * 2, static_cast<cuuint64_t>(a.q_stride) * 2};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(group), static_cast<cuuint32_t>(tokens)};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUtensorMapDataType type =
+      a.kv_type == FloatType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const auto function = encode_function();
+  BRISK_CHECK(function != nullptr, "attention: the CUDA driver offers no cuTensorMapEncodeTiled");
+  const CUresult result = function(&map, type, 3, const_cast<void*>(a.q), dims, strides, box, element_strides,
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  BRISK_CHECK(result == CUDA_SUCCESS,
+              "attention: cuTensorMapEncodeTiled failed (CUresult {}) for q ({} tokens x {} heads x {}, boxes of {} x {})",
+              static_cast<int>(result), a.num_tokens, a.num_heads, a.head_dim, group, tokens);
+  return map;
+}
+
 bool cache_tensor_maps_available() { return encode_function() != nullptr; }
 
 int64_t cache_tensor_rows(const PagedAttentionArgs& a) {

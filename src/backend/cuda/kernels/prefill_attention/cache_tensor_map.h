@@ -26,5 +26,11 @@ int64_t cache_tensor_rows(const PagedAttentionArgs& a);
 // The maps of a.k_cache and a.v_cache (16-bit KV, head_dim a multiple of 64); throws
 // brisk::Error when the driver rejects them.
 CacheTensorMaps make_cache_tensor_maps(const PagedAttentionArgs& a, int box_rows);
+// A 3-d map over q [num_tokens, num_heads, head_dim] (token stride q_stride) in the KV dtype:
+// boxes of 64 columns x `group` heads x `tokens` tokens, 128-byte swizzle, so one box lands as
+// the token-major (token, head) rows of one kv head's GQA group. The caller checks that q is in
+// the KV dtype, 16-byte aligned with q_stride a multiple of 8; throws brisk::Error when the
+// driver rejects it.
+CUtensorMap make_query_tensor_map(const PagedAttentionArgs& a, int group, int tokens);
 
 }  // namespace brisk::cuda

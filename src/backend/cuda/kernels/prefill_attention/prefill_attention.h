@@ -48,7 +48,8 @@ PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim);
 // Launches the kernel: the Hopper one (wgmma + TMA, prefill_attention_hopper.cuh) where it
 // applies, else the mma.sync one of the table. BRISK_PREFILL_KERNEL (read once) picks another
 // for benchmarks and bisection: "mma" (the table's), "hopper-overlap", "hopper-serial"
-// (PrefillHopperVariant). Returns false, launching nothing, when neither has a kernel for
+// (PrefillHopperVariant); BRISK_PREFILL_Q=consumers has the Hopper kernel's consumers load Q
+// instead of the copy engine. Returns false, launching nothing, when neither has a kernel for
 // (kv_type, head_dim): the caller reports it. num_sms sizes the Hopper kernel's persistent grid.
 bool launch_prefill_attention(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream);
 

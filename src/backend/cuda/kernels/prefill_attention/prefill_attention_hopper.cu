@@ -2,12 +2,24 @@
 // launcher. Instances: KV dtype x head dim x main loop (PrefillHopperVariant), with the pipeline
 // depth that fits shared memory (hd 128: 32 KB of Q + 3 stages of 64 KB of K / V;
 // hd 64: 16 KB + 4 x 32 KB).
+#include <cstdlib>
+#include <string>
+
 #include "backend/cuda/kernels/prefill_attention/cache_tensor_map.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention_hopper.cuh"
 
 namespace brisk::cuda {
 namespace prefill {
 namespace {
+
+// BRISK_PREFILL_Q=consumers (read once) keeps the consumers' Q load, for comparison.
+bool q_by_tma_allowed() {
+  static const bool allowed = [] {
+    const char* value = std::getenv("BRISK_PREFILL_Q");
+    return value == nullptr || std::string(value) != "consumers";
+  }();
+  return allowed;
+}
 
 template <FloatType kKvType, int kHeadDim, int kLoop>
 void launch_hopper(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream) {
@@ -17,8 +29,15 @@ void launch_hopper(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stre
   extras.box_rows_log2 = a.block_size_log2 < Config::kTileKeysLog2 ? a.block_size_log2 : Config::kTileKeysLog2;
   extras.oob_row = static_cast<int>(cache_tensor_rows(a));
   const CacheTensorMaps maps = make_cache_tensor_maps(a, 1 << extras.box_rows_log2);
-  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop>(a, maps.k, maps.v, extras, num_sms,
-                                                                            stream);
+  // Q by TMA when one box per panel can hold an item's rows as they are: q already in the KV
+  // dtype, 16-byte rows (q_vectorized), whole tokens per item (kRows a multiple of the group).
+  const int group = a.num_heads / a.num_kv_heads;
+  extras.q_by_tma = q_by_tma_allowed() && a.q_type == kKvType && a.q_vectorized && Config::kRows % group == 0 &&
+                    group <= 256 && a.num_tokens > 0;
+  CUtensorMap q_map{};
+  if (extras.q_by_tma) q_map = make_query_tensor_map(a, group, Config::kRows / group);
+  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop>(a, maps.k, maps.v, q_map, extras,
+                                                                            num_sms, stream);
 }
 
 template <FloatType kKvType, int kHeadDim>

@@ -15,15 +15,20 @@
 // (or of a tile's worth of a larger block), one TMA box per 64-column panel, the block id read
 // from the block table one tile ahead. Boxes past the keys the item needs, or whose block id is
 // outside the table or the cache, are aimed outside the tensor map: the copy engine writes
-// zeros. Warpgroups 1 .. kConsumerWgs are consumers, 64 rows each: Q (converted to the KV dtype)
-// is staged per item into swizzled panels; per tile S = Q K^T with wgmma from shared memory
-// (both K-major), mask (only on tiles that cross a row's causal / window bound), online softmax
-// (running max of the raw scores, weights exp2(S scale log2e - max scale log2e): one FFMA and
-// one ex2 each), P rounded to the KV dtype in registers (the row sums add the rounded weights),
-// O += P V with P as the register A operand and V read N-major, then the stage is released (one
-// arrival per consumer warp). On an item's last tile the V rows past its last key are zeroed
-// first (the cache may hold anything past a sequence's context; P is 0 there but 0 * NaN is
-// not).
+// zeros. It also loads each item's Q tile (q_by_tma: q in the KV dtype, 16-byte rows, whole
+// tokens per item): one 3-d box (64 columns x group heads x kRows / group tokens) per panel,
+// issued after the item's first K/V tile once the consumers' last S of the previous item
+// completed (the q_full / q_empty barriers), so it lands while they finish that item. Else the
+// consumers convert and stage Q themselves per item. Warpgroups 1 .. kConsumerWgs are
+// consumers, 64 rows each: per tile S = Q K^T with wgmma from shared memory (both K-major),
+// mask (its own code path, only on tiles that cross a row's causal / window bound), online
+// softmax (running max of the raw scores, weights exp2(S scale log2e - max scale log2e): one
+// FFMA and one ex2 each; the rows' sums of the fp32 weights), P rounded to the KV dtype in
+// registers, O rescaled only when some row of the warp saw a new max, O += P V with P as the
+// register A operand and V read N-major, then the stage is released (one arrival per consumer
+// warp). On an item's last tile the V rows past its last key are zeroed first (the cache may
+// hold anything past a sequence's context; P is 0 there but 0 * NaN is not), by each consumer
+// warpgroup for itself.
 //
 // Main loop (kLoop): ping-pong by default: tile t's S = Q K^T and softmax run while tile t - 1's
 // P V is on the tensor cores, and the two consumer warpgroups take turns issuing their MMAs
@@ -33,14 +38,23 @@
 // Epilogue: O / l in the output dtype, straight from the accumulators.
 //
 // Measured (H200, bf16, 32 / 8 heads, hd 128, causal; TFLOP/s of useful FLOPs, 2026-11-30):
-// 4 x 4096: 398-402, 1 x 16384: 469-471, 64 ragged 100-2000: 263-265, 2048 after 14336:
-// 486-492 (the mma.sync kernel: 230 / 248 / 192 / 239; cuDNN in the same run 604 / 647 /
-// 177 padded, 298 one at a time / 297). Probes (since removed) timed the parts alone: the loads
-// without the math run at 718 / 891 / 404 / 887, the math on stale stages at 433 / 529 / 286 /
-// 540: the consumers bound it. Steps that moved it: ex2.approx instead of exp2f (+10%), the FFMA
-// softmax with ping-pong (+9% together; ping-pong alone 0-3% over the overlap-only loop); a
-// cp.async gather producer instead of TMA was slower (289 / 326 / 213 / 317); partial max / sum
-// accumulators changed nothing.
+// 4 x 4096: 514, 1 x 16384: 590, 64 ragged 100-2000: 373, 2048 after 14336: 580 (cuDNN in the
+// same session 592 / 565 / 176 padded, 298 one at a time / 293; FA2 305 / 333 / 102 / 337).
+// Earlier: 398-402 / 469-471 / 263-265 / 486-492; the mma.sync kernel 230 / 248 / 192 / 239.
+// Probes (since removed) timed the parts alone: the loads without the math run at 718 / 891 /
+// 404 / 887, the math on stale stages (then) at 433 / 529 / 286 / 540. Steps that moved it:
+// ex2.approx instead of exp2f (+10%), the FFMA softmax with ping-pong (+9% together; ping-pong
+// alone 0-3% over the overlap-only loop); then the mask as its own code path (it had been a
+// predicate on every element: ~330 of the ~960 instructions of a tile), the fp32 row sums and
+// the skipped O rescale, together 400 -> 416 / 465 -> 506 / 266 -> 265 / 490 -> 526; Q by TMA
+// for the next item -> 471 / 536 / 349 / 536 (BRISK_PREFILL_Q=consumers keeps the old load);
+// the warpgroup index made warp-uniform (the wgmma descriptors in uniform registers: 16 wgmmas
+// issued in ~67 instructions instead of ~145), the per-warpgroup tail zeroing and precomputed mask
+// offsets -> 514 / 590 / 373 / 580. A cp.async gather producer instead of TMA was slower (289 /
+// 326 / 213 / 317); partial max / sum accumulators changed nothing. Where the consumer warps stall
+// now (ncu source counters, 4 x 4096): 7.5% of samples waiting for a K/V stage to land (the loads
+// alone, 718 TFLOP/s-equivalent here, move ~5.5 TB/s out of L2), 6.7% at the ping-pong turn, 5%
+// waiting for S, ~12% issuing wgmmas; tensor pipe ~55% of cycles.
 #pragma once
 
 #include <cstdint>
@@ -74,7 +88,8 @@ struct HopperConfig {
   static constexpr int kTileBytes = kPanels * kKvPanelBytes;  // K (or V) of one stage
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kBarrierOffset = kQBytes + kStages * kStageBytes;
-  static constexpr int kSharedBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment slack
+  static constexpr int kBarriers = 2 * kStages + 2;  // full / empty per stage, q full / empty
+  static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;  // + alignment slack
   static constexpr int kProducerRegisters = 56;
   static constexpr int kConsumerRegisters = 224;
   static_assert(kHeadDim % hopper::kPanelCols == 0 && kStages >= 2);
@@ -91,9 +106,12 @@ constexpr int kLoopSerial = 0;
 constexpr int kLoopOverlap = 1;
 constexpr int kLoopPingPong = 2;
 
+// q_by_tma: the producer loads each item's Q tile with one 3-d box per panel (q in the KV dtype,
+// aligned, kRows a multiple of the group); else the consumers load and convert it.
 struct HopperLaunchExtras {
   int box_rows_log2 = 4;
   int oob_row = 0;
+  bool q_by_tma = false;
 };
 
 // One work item of the persistent kernel: (kv head, sequence, row tile) and the keys its rows see.
@@ -129,7 +147,8 @@ __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a,
 template <FloatType kKvType, typename C, int kLoop>
 __global__ void __launch_bounds__(C::kThreads, 1)
 prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
-                                const __grid_constant__ CUtensorMap v_map, const HopperLaunchExtras extras) {
+                                const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap q_map,
+                                const HopperLaunchExtras extras) {
   constexpr int kHeadDim = C::kHeadDim;
   constexpr int kTileKeys = C::kTileKeys;
   constexpr int kStages = C::kStages;
@@ -145,6 +164,11 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   uint8_t* ring_s = shared + C::kQBytes;  // kStages x {K, V}, each kPanels x [kTileKeys x 128 bytes]
   const uint32_t full_bar = shared_address(shared + C::kBarrierOffset);  // kStages barriers of 8 bytes
   const uint32_t empty_bar = full_bar + kStages * 8;
+  // Q by TMA: q_full completes when an item's Q tile landed, q_empty when every consumer warp's
+  // last S = Q K^T of the item completed (the producer then loads the next item's Q over it).
+  const uint32_t q_full_bar = empty_bar + kStages * 8;
+  const uint32_t q_empty_bar = q_full_bar + 8;
+  const bool q_by_tma = extras.q_by_tma;
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
@@ -157,6 +181,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       hopper::mbarrier_init(full_bar + 8 * s, 1);
       hopper::mbarrier_init(empty_bar + 8 * s, C::kConsumerWarps);
     }
+    hopper::mbarrier_init(q_full_bar, 1);
+    hopper::mbarrier_init(q_empty_bar, C::kConsumerWarps);
     hopper::mbarrier_init_fence();
   }
   __syncthreads();
@@ -171,11 +197,25 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     if (lane == 0) {
       hopper::tma_prefetch_descriptor(&k_map);
       hopper::tma_prefetch_descriptor(&v_map);
+      if (q_by_tma) hopper::tma_prefetch_descriptor(&q_map);
     }
     int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
+    int items_done = 0;  // items this block took so far (the q barriers' phases)
     for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
       const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
       if (w.num_rows <= 0) continue;
+      // The item's Q tile, once the consumers' last S of the previous item completed: issued
+      // after the item's first K / V tile, so that tile's copy is not held up behind the wait.
+      auto load_q = [&] {
+        if (!q_by_tma || lane != 0) return;
+        hopper::mbarrier_wait(q_empty_bar, (items_done & 1) ^ 1);
+        hopper::mbarrier_arrive_expect_tx(q_full_bar, C::kQBytes);
+        const uint32_t q_dst = shared_address(q_s);
+#pragma unroll
+        for (int p = 0; p < kPanels; ++p)
+          hopper::tma_load_3d(q_dst + p * C::kQPanelBytes, &q_map, p * hopper::kPanelCols, w.kv_head * group,
+                              w.q_begin + w.row0 / group, q_full_bar);
+      };
       const int32_t* table = a.block_tables + int64_t{w.seq} * a.max_blocks_per_seq;
       // Row of the tensor maps where this lane's box of tile t starts.
       auto box_row = [&](int t) {
@@ -204,7 +244,10 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
           }
         }
         row = next_row;
+        if (t == 0) load_q();
       }
+      if (w.num_tiles == 0) load_q();
+      ++items_done;
     }
     return;
   }
@@ -212,16 +255,19 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   // Consumer warpgroups.
   hopper::registers_increase<C::kConsumerRegisters>();
   const int ctid = tid - 128;        // 0 .. 128 kConsumerWgs - 1
-  const int wg = ctid / 128;         // consumer warpgroup
+  // Through a shuffle from lane 0 the compiler knows these are warp-uniform: the wgmma
+  // descriptors built from them then live in uniform registers instead of being moved there
+  // before every wgmma.
+  const int wg = __shfl_sync(0xFFFFFFFFu, ctid / 128, 0);  // consumer warpgroup
   const int wg_tid = ctid % 128;
-  const int warp = ctid / 32;        // consumer warp
+  const int warp = __shfl_sync(0xFFFFFFFFu, ctid / 32, 0);  // consumer warp
   const int wg_row0 = wg * 64;
 
   const int g = lane / 4;
   const int t4 = lane % 4;
   const int warp_row0 = warp * 16;  // this thread's rows: warp_row0 + g + 8 h
   const float scale_log2 = a.scale * kLog2e;
-  const uint32_t q_address = shared_address(q_s) + wg_row0 * hopper::kPanelRowBytes;
+  const uint64_t q_desc = hopper::smem_descriptor(shared_address(q_s) + wg_row0 * hopper::kPanelRowBytes, 16, 1024);
   const uint32_t ring_address = shared_address(ring_s);
   // Ping-pong (kLoopPingPong): the consumer warpgroups take turns issuing their MMAs (named
   // barriers 4 and 5), so one's softmax runs while the other's MMAs occupy the tensor cores;
@@ -234,23 +280,38 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   };
   if (kLoop == kLoopPingPong && wg == 1) hopper::named_barrier_arrive(4, 256);
   int it = 0;  // tiles consumed so far
+  int items_done = 0;
   for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
     const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
     if (w.num_rows <= 0) continue;
     const int num_rows = w.num_rows, row0 = w.row0, kv_head = w.kv_head, q_begin = w.q_begin;
     const int key_base = w.key_base, key_end = w.key_end, num_tiles = w.num_tiles, past = w.past;
 
-    // The warpgroup's q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
-    constexpr int kChunks = kHeadDim / 8;
-    for (int e = wg_tid; e < 64 * kChunks; e += 128) {
-      const int r = wg_row0 + e / kChunks;
-      const int c = e % kChunks;
-      const uint4 words =
-          r < num_rows ? load_q_chunk<kKvType, kHeadDim>(a, q_begin, row0 + r, group, kv_head, c) : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
+    if (q_by_tma) {
+      // Rows past num_rows hold the next tokens' q (or zeros past the tensor): they only feed
+      // their own S rows, which are never written out.
+      hopper::mbarrier_wait(q_full_bar, items_done & 1);
+    } else {
+      // The warpgroup's q rows -> shared memory in the KV dtype; rows past num_rows are zeros.
+      constexpr int kChunks = kHeadDim / 8;
+      for (int e = wg_tid; e < 64 * kChunks; e += 128) {
+        const int r = wg_row0 + e / kChunks;
+        const int c = e % kChunks;
+        const uint4 words = r < num_rows ? load_q_chunk<kKvType, kHeadDim>(a, q_begin, row0 + r, group, kv_head, c)
+                                         : make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(q_s + (c / 8) * C::kQPanelBytes + hopper::panel_offset(r, c % 8)) = words;
+      }
+      hopper::fence_proxy_async();  // the q stores, before wgmma reads them
+      hopper::named_barrier_sync(2 + wg, 128);
     }
-    hopper::fence_proxy_async();  // the q stores, before wgmma reads them
-    hopper::named_barrier_sync(2 + wg, 128);
+    ++items_done;
+    // After this warp's last S of the item completed: the producer may load the next Q.
+    auto release_q = [&] {
+      if (!q_by_tma) return;
+      __syncwarp();
+      if (lane == 0) hopper::mbarrier_arrive(q_empty_bar);
+    };
+    if (num_tiles == 0) release_q();
 
     int row_hi[2], row_lo[2];  // visible keys [row_lo, row_hi]
 #pragma unroll
@@ -280,64 +341,71 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     };
     // S = Q K^T: head_dim / 16 k-steps, 4 per panel; one commit group.
     auto issue_s = [&](float (&sc)[kTileKeys / 2], int t) {
-      const uint32_t k_address = ring_address + ((it + t) % kStages) * C::kStageBytes;
+      const uint64_t k_desc = hopper::smem_descriptor(ring_address + ((it + t) % kStages) * C::kStageBytes, 16, 1024);
       hopper::fence_registers(sc);
       hopper::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) {
         const uint32_t step = (kk % 4) * 32;  // 16 columns into the panel
-        const uint64_t qd = hopper::smem_descriptor(q_address + (kk / 4) * C::kQPanelBytes + step, 16, 1024);
-        const uint64_t kd = hopper::smem_descriptor(k_address + (kk / 4) * C::kKvPanelBytes + step, 16, 1024);
+        const uint64_t qd = hopper::smem_descriptor_advance(q_desc, (kk / 4) * C::kQPanelBytes + step);
+        const uint64_t kd = hopper::smem_descriptor_advance(k_desc, (kk / 4) * C::kKvPanelBytes + step);
         hopper::Wgmma<kTileKeys, kKvType>::ss(sc, qd, kd, kk > 0);
       }
       hopper::wgmma_commit();
     };
     // O += P V: V rows are keys (K), columns head dims (N), N-major panels; one commit group.
     auto issue_pv = [&](const uint32_t (&p)[kTileKeys / 16][4], int t) {
-      const uint32_t v_address = ring_address + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
+      const uint64_t v_desc = hopper::smem_descriptor(
+          ring_address + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes, C::kKvPanelBytes, 1024);
       hopper::fence_registers(o);
       hopper::wgmma_fence();
 #pragma unroll
       for (int j = 0; j < kTileKeys / 16; ++j) {
-        const uint64_t vd = hopper::smem_descriptor(v_address + j * 16 * hopper::kPanelRowBytes, C::kKvPanelBytes, 1024);
+        const uint64_t vd = hopper::smem_descriptor_advance(v_desc, j * 16 * hopper::kPanelRowBytes);
         hopper::Wgmma<kHeadDim, kKvType>::rs_b_mn(o, p[j], vd);
       }
       hopper::wgmma_commit();
     };
-    // The block's last tile: V rows past key_end become zeros before P V reads them (both
-    // consumer warpgroups share the work, then meet).
+    // The item's last tile: V rows past key_end become zeros before P V reads them. Each
+    // consumer warpgroup zeroes all of them itself and waits only for its own threads: a barrier
+    // of both warpgroups here stalled the one ahead in the ping-pong by about half a tile per
+    // item. The two write the same zeros to the same bytes, so whichever P V reads a row while
+    // the other warpgroup stores to it still sees zeros.
     auto zero_tail = [&](int t) {
       const int valid = key_end - (key_base + t * kTileKeys);
       if (t != num_tiles - 1 || valid >= kTileKeys) return;
       constexpr int kChunksPerRow = kPanels * 8;
       uint8_t* v_s = ring_s + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
-      for (int e = ctid + valid * kChunksPerRow; e < kTileKeys * kChunksPerRow; e += 128 * C::kConsumerWgs) {
+      for (int e = wg_tid + valid * kChunksPerRow; e < kTileKeys * kChunksPerRow; e += 128) {
         const int r = e / kChunksPerRow;
         const int c = e % kChunksPerRow;
         *reinterpret_cast<uint4*>(v_s + (c / 8) * C::kKvPanelBytes + r * hopper::kPanelRowBytes + (c % 8) * 16) =
             make_uint4(0, 0, 0, 0);
       }
       hopper::fence_proxy_async();
-      hopper::named_barrier_sync(1, 128 * C::kConsumerWgs);
+      hopper::named_barrier_sync(2 + wg, 128);
     };
     // Mask and online softmax: the running max m of the raw scores (the scale is positive), S
     // becomes exp2(S scale log2e - m scale log2e) in place (fp32, one FFMA and one ex2 each),
-    // alpha the factor that rescales the rows' earlier O and l.
-    auto softmax = [&](float (&sc)[kTileKeys / 2], int t, float (&alpha)[2]) {
-      const int key0 = key_base + t * kTileKeys;
-      const bool masked = key0 + kTileKeys - 1 > warp_first || key0 < all_lo;
+    // alpha the factor that rescales the rows' earlier O and l. The mask is its own code path,
+    // taken (warp-uniformly) only on tiles that cross a row's causal / window bound: as a
+    // predicate on every tile it cost ~5 instructions an element (a third of the loop).
+    auto softmax_rows = [&](float(&sc)[kTileKeys / 2], int key0, float(&alpha)[2], bool masked) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         // Four independent partial maxima: short dependency chains.
         float part_max[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        // The visible keys as offsets from this thread's first column: each element's offset is
+        // a constant after unrolling (one compare pair and a select each).
+        const int hi = row_hi[h] - key0 - 2 * t4;
+        const int lo = row_lo[h] - key0 - 2 * t4;
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float v = sc[4 * n + 2 * h + e];
-            if (masked) {
-              const int key = key0 + n * 8 + 2 * t4 + e;
-              if (key > row_hi[h] || key < row_lo[h]) v = -INFINITY;
+            if (masked) {  // a constant in each inlined call
+              if (n * 8 + e > hi || n * 8 + e < lo) v = -INFINITY;
               sc[4 * n + 2 * h + e] = v;
             }
             part_max[n % 4] = fmaxf(part_max[n % 4], v);
@@ -355,22 +423,33 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         }
       }
     };
+    auto softmax = [&](float(&sc)[kTileKeys / 2], int t, float(&alpha)[2]) {
+      const int key0 = key_base + t * kTileKeys;
+      if (key0 + kTileKeys - 1 > warp_first || key0 < all_lo) {
+        softmax_rows(sc, key0, alpha, true);
+      } else {
+        softmax_rows(sc, key0, alpha, false);
+      }
+    };
     // P in the KV dtype as the A operand of P V (k-step j: keys 16 j ..: chunks 2 j (a0: row g,
-    // a1: row g + 8) and 2 j + 1 (a2, a3)); l = l alpha + the rounded weights.
+    // a1: row g + 8) and 2 j + 1 (a2, a3)); l = l alpha + the fp32 weights (summing the rounded
+    // ones cost a conversion back per weight; the output moves by at most u max|v| either way).
     auto pack = [&](const float (&sc)[kTileKeys / 2], const float (&alpha)[2], uint32_t (&p)[kTileKeys / 16][4]) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float part_sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // independent partial sums
 #pragma unroll
         for (int n = 0; n < kSChunks; ++n) {
-          float r0, r1;
-          p[n / 2][(n & 1) * 2 + h] = Kv::pack(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1], r0, r1);
-          part_sum[n % 4] += r0 + r1;
+          p[n / 2][(n & 1) * 2 + h] = Kv::pack(sc[4 * n + 2 * h], sc[4 * n + 2 * h + 1]);
+          part_sum[n % 4] += sc[4 * n + 2 * h] + sc[4 * n + 2 * h + 1];
         }
         l[h] = l[h] * alpha[h] + ((part_sum[0] + part_sum[1]) + (part_sum[2] + part_sum[3]));
       }
     };
+    // O *= alpha; skipped when no row of the warp saw a new maximum (alpha is exactly 1 then),
+    // which is most tiles past the first few of a long row.
     auto rescale = [&](const float (&alpha)[2]) {
+      if (!__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) return;
 #pragma unroll
       for (int n = 0; n < kOChunks; ++n) {
 #pragma unroll
@@ -391,6 +470,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         issue_s(sc, t);
         hopper::wgmma_wait<0>();
         hopper::fence_registers(sc);
+        if (t == num_tiles - 1) release_q();
         zero_tail(t);
         softmax(sc, t, alpha);
         rescale(alpha);
@@ -408,6 +488,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       mma_turn_end();
       hopper::wgmma_wait<0>();
       hopper::fence_registers(sc);
+      if (num_tiles == 1) release_q();
       zero_tail(0);
       softmax(sc, 0, alpha);
       pack(sc, alpha, p);  // O is still zero: no rescale
@@ -419,6 +500,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         mma_turn_end();
         hopper::wgmma_wait<1>();  // S of tile t
         hopper::fence_registers(sc);
+        if (t == num_tiles - 1) release_q();
         zero_tail(t);
         softmax(sc, t, alpha);
         hopper::wgmma_wait<0>();  // P V of tile t - 1: p and O are free
@@ -455,7 +537,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 
 template <FloatType kKvType, int kHeadDim, int kStages, int kLoop>
 void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, const CUtensorMap& k_map,
-                                              const CUtensorMap& v_map, const HopperLaunchExtras& extras,
+                                              const CUtensorMap& v_map, const CUtensorMap& q_map,
+                                              const HopperLaunchExtras& extras,
                                               int num_sms, cudaStream_t stream) {
   using Config = HopperConfig<kHeadDim, kStages>;
   constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop>;
@@ -463,7 +546,7 @@ void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, con
   // Persistent: one block per SM (at most one per item) strides over the items.
   const int64_t items = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles;
   const int grid = static_cast<int>(items < num_sms ? items : num_sms);
-  kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, extras);
+  kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, q_map, extras);
   BRISK_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,6 +8,8 @@
 // weight is dequantized into scratch and multiplied by cuBLASLt.
 #pragma once
 
+#include <cstdint>
+
 namespace brisk::cuda {
 
 // One instantiation of the tensor-core kernel: m_tiles fragments of 8 tokens, n_tiles tiles of
@@ -56,6 +58,33 @@ inline constexpr int kW4A16MmaMultiPassMaxRows = 64;
 inline constexpr int kW4A16MmaMinWarpsPerSm = 8;
 inline constexpr int kW4A16MmaWarpsPerSm = 16;
 inline constexpr int kW4A16MmaMaxSplits = 16;
+
+// The streaming kernel (w4a16_stream.cu: one producer fills a shared-memory ring, persistent
+// stream-K CTAs, x kept in shared memory) takes M <= kW4A16StreamMaxRows with the tile layout,
+// group_size % 128 == 0 and x small enough for its plan (w4a16_stream_supported). The rule
+// sends it only what it wins: measured (H200, bf16 x, g128, us, streaming / register ring):
+//   gate_up 4096 x 28672  M 1: 37.7 / 33.7   M 2: 38.1 / 34.0   M 4: 40.9 / 33.9   M 16: 54.2 / 44.2
+//   qkv     4096 x 6144   M 1: 13.6 / 15.3   M 2: 14.1 / 15.5   M 4: 16.6 / 15.5   M 16: 23.7 / 17.4
+//   o_proj  4096 x 4096   M 1: 11.6 / 12.5   M 2: 12.0 / 12.8   M 4: 14.2 / 12.7   M 16: 20.8 / 14.5
+//   down    14336 x 4096  M 1: 21.3 / 24.6   M 2: 24.7 / 24.9   M 4: 28.0 / 25.1   (M >= 8: x does not fit)
+// so: M <= 2 on weights of up to 64 Mi values (the ring kernel needs split-K below that, and
+// the streaming kernel's CTAs then cost less than its second kernel and partials).
+inline constexpr int kW4A16StreamMaxRows = 16;
+inline constexpr int kW4A16StreamRuleMaxRows = 2;
+inline constexpr int64_t kW4A16StreamRuleMaxWeights = int64_t{64} << 20;
+// Its ring: at most this many stages of 16 KiB (fewer where x takes the room), filled by 1-d
+// bulk copies (TMA) of one thread or (false) by the producer warp's 16-byte cp.async (measured
+// on gate_up M = 1: 45.9 vs 47.7 us; depths 2 to 12 made no difference).
+inline int w4a16_stream_max_stages = 8;
+inline bool w4a16_stream_bulk_copies = true;
+// Tests and benchmarks only: kW4A16StreamForced runs the streaming kernel wherever it holds the
+// arguments, kW4A16StreamOff never (the register-ring kernel instead).
+inline constexpr int kW4A16StreamByRule = 0, kW4A16StreamForced = 1, kW4A16StreamOff = -1;
+inline int w4a16_stream_mode = kW4A16StreamByRule;
+inline bool w4a16_stream_wanted(int64_t m, int64_t n, int64_t k) {
+  if (w4a16_stream_mode != kW4A16StreamByRule) return w4a16_stream_mode == kW4A16StreamForced;
+  return m <= kW4A16StreamRuleMaxRows && n * k <= kW4A16StreamRuleMaxWeights;
+}
 
 // Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration wherever it holds M.
 inline int w4a16_mma_config_override = -1;
