@@ -41,9 +41,9 @@ namespace brisk::cuda {
 
 namespace {
 
-// Rows x [rows, K] -> y [rows, N] by the tensor-core kernel (mma; rows <= kW4A16MmaMaxRows) or
-// the CUDA-core kernel (rows <= kW4A16MaxRows, row layout); x rows 16-byte aligned.
-void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, TensorView y, bool mma, bool tiles) {
+// The kernels' arguments for x [M, K] -> y [M, N] (a one-row view may carry any stride: its
+// rows are then packed).
+W4A16Args kernel_args(const GemmW4A16Params& p, TensorView x, TensorView y) {
   const int64_t m = x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
   W4A16Args a;
   a.x = x.data();
@@ -62,6 +62,14 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
   a.n = n;
   a.k = k;
   a.group_size = p.group_size;
+  return a;
+}
+
+// Rows x [rows, K] -> y [rows, N] by the tensor-core kernel (mma; rows <= kW4A16MmaMaxRows) or
+// the CUDA-core kernel (rows <= kW4A16MaxRows, row layout); x rows 16-byte aligned.
+void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, TensorView y, bool mma, bool tiles) {
+  const int64_t m = x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
+  W4A16Args a = kernel_args(p, x, y);
   if (mma && tiles && w4a16_stream_wanted(m, n, k) && w4a16_stream_supported(a)) {
     Tensor partials(*ctx.allocator, DType::kF32, {w4a16_stream_partial_floats(a, ctx.num_sms)});
     launch_w4a16_stream(a, partials.data_as<float>(), ctx.num_sms, ctx.stream);
@@ -89,23 +97,7 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
 // y = x * dequant(w)^T by the wgmma kernel (tile layout, 16-bit x rows 16-byte aligned).
 void run_wgmma(const OpContext& ctx, const GemmW4A16Params& p, TensorView x) {
   const int64_t m = x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
-  W4A16Args a;
-  a.x = x.data();
-  a.x_stride = x.stride(0);
-  a.x_type = float_type(x.dtype());
-  a.qweight = p.qweight.data_as<const uint8_t>();
-  a.scales = p.scales.data();
-  a.scale_type = float_type(p.scales.dtype());
-  a.zeros = p.zeros.empty() ? nullptr : p.zeros.data_as<const uint8_t>();
-  a.bias = p.bias.empty() ? nullptr : p.bias.data();
-  a.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
-  a.y = p.y.data();
-  a.y_stride = p.y.stride(0);
-  a.y_type = float_type(p.y.dtype());
-  a.m = static_cast<int>(m);
-  a.n = n;
-  a.k = k;
-  a.group_size = p.group_size;
+  W4A16Args a = kernel_args(p, x, p.y);
   w4a16_wgmma_plan_splits(a, ctx.num_sms);
   Tensor partials, x_perm;  // freed on return: reuse is stream-ordered
   if (kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m, a.group_size)].permuted_x) x_perm = Tensor(*ctx.allocator, x.dtype(), {m, k});

@@ -1,9 +1,8 @@
 // 2-d tensor maps over the paged K / V caches for the bulk tensor copy engine (TMA): a cache
 // [num_blocks, num_kv_heads, block_size, head_dim] viewed as rows [num_blocks * num_kv_heads *
 // block_size, head_dim], boxes of 64 columns x box_rows rows, 128-byte swizzle, zeros for boxes
-// outside. Encoded on the host (cuTensorMapEncodeTiled through the runtime's driver entry point:
-// nothing links libcuda) and passed to kernels by value, so a captured CUDA graph keeps its own
-// copy. No fmt here: .cu files include this header.
+// outside (tensor_map.h: encoded on the host, passed to kernels by value). No fmt here: .cu
+// files include this header.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +18,6 @@ struct CacheTensorMaps {
   CUtensorMap v;
 };
 
-// Whether the driver offers cuTensorMapEncodeTiled.
-bool cache_tensor_maps_available();
 // Rows of the 2-d view of a cache.
 int64_t cache_tensor_rows(const PagedAttentionArgs& a);
 // The maps of a.k_cache and a.v_cache (16-bit KV, head_dim a multiple of 64); throws

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/kernels/prefill_attention/cache_tensor_map.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention_hopper.cuh"
+#include "backend/cuda/kernels/tensor_map.h"
 
 namespace brisk::cuda {
 namespace prefill {
@@ -62,7 +63,7 @@ bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a) {
   // Tensor-map rows, and the row past them that boxes of missing blocks aim at, are int32.
   const bool rows_ok = cache_tensor_rows(a) + 128 <= int64_t{INT32_MAX};
   const bool items_ok = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles <= int64_t{INT32_MAX};
-  return type_ok && scale_ok && shape_ok && rows_ok && items_ok && cache_tensor_maps_available();
+  return type_ok && scale_ok && shape_ok && rows_ok && items_ok && tensor_map_encoding_available();
 }
 
 void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms,

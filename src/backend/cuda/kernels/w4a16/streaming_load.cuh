@@ -14,6 +14,29 @@ __device__ __forceinline__ uint4 load_streaming(const uint8_t* ptr) {
   return v;
 }
 
+// Scales and zero points through the read-only path, as volatile asm so that the compiler keeps
+// them where they are issued (ahead, with the weights) instead of sinking them to their use,
+// which would put one memory latency into every step.
+__device__ __forceinline__ uint32_t load_u32_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u16_nc(const void* ptr) {
+  uint16_t v;
+  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(ptr));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
+  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
+}
+
 // A 1-d bulk copy (TMA, no tensor map) of `bytes` (a multiple of 16; src and dst 16-byte
 // aligned) from global into shared memory at dst; the bytes complete on the mbarrier `bar`.
 __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {

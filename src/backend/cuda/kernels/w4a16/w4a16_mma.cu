@@ -36,6 +36,7 @@
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/w4a16/int4_pairs.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
 #include "backend/cuda/kernels/w4a16/streaming_load.cuh"
@@ -46,73 +47,6 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-
-template <FloatType kType>
-struct Int4Math;
-template <>
-struct Int4Math<FloatType::kBF16> {
-  static constexpr uint32_t kMagic = 0x43004300u;  // bf16 128 | 128
-  static constexpr uint32_t kOne = 0x3F803F80u;    // bf16 1 | 1
-  static constexpr float kOffset = 128.0f;
-  __device__ static uint32_t splat(float v) {
-    const __nv_bfloat162 h = __float2bfloat162_rn(v);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  // (q128 - z128) * s on a packed pair, rounded once: in fp32 as q128 * s - z128 * s (the
-  // cancellation costs ~4 of fp32's 24 bits), since a scale rounded to bf16 first (f16
-  // checkpoint scales) would bias a whole group.
-  __device__ static uint32_t dequant(uint32_t q, float scale, float zero_scale) {
-    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(__uint_as_float(q << 16), scale, -zero_scale),
-                                                   fmaf(__uint_as_float(q & 0xFFFF0000u), scale, -zero_scale));
-    return *reinterpret_cast<const uint32_t*>(&r);
-  }
-};
-template <>
-struct Int4Math<FloatType::kF16> {
-  static constexpr uint32_t kMagic = 0x64006400u;  // f16 1024 | 1024
-  static constexpr uint32_t kOne = 0x3C003C00u;    // f16 1 | 1
-  static constexpr float kOffset = 1024.0f;
-  __device__ static uint32_t splat(float v) {
-    const __half2 h = __float2half2_rn(v);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  // (q1024 - z1024) * s on packed pairs: the difference is exact, the product rounded once
-  // (checkpoint scales are f16 already).
-  __device__ static uint32_t dequant(uint32_t q, uint32_t z, uint32_t s) {
-    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&z)),
-                              *reinterpret_cast<const __half2*>(&s));
-    return *reinterpret_cast<const uint32_t*>(&r);
-  }
-};
-
-// Scales and zero points through the read-only path, as volatile asm so that the compiler keeps
-// them where they are issued (a step ahead, with the weights) instead of sinking them to their
-// use, which would put one memory latency into every step.
-__device__ __forceinline__ uint32_t load_u32_nc(const void* ptr) {
-  uint32_t v;
-  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(ptr));
-  return v;
-}
-__device__ __forceinline__ uint32_t load_u16_nc(const void* ptr) {
-  uint16_t v;
-  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(ptr));
-  return v;
-}
-__device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
-  uint32_t v;
-  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(ptr));
-  return v;
-}
-
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
-  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
-}
-
-// x values 0..7 (16 bytes, two per word) as the pairs (0, 4), (1, 5), (2, 6), (3, 7).
-__device__ __forceinline__ uint4 pair_halves(uint4 v) {
-  return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632), __byte_perm(v.y, v.w, 0x5410),
-                    __byte_perm(v.y, v.w, 0x7632));
-}
 
 // One pipeline step's global loads of one lane: raw, so that issuing them never waits.
 template <int kNTiles, int kChunks>
@@ -126,7 +60,7 @@ template <FloatType kType, int kMTiles, int kNTiles, int kChunks, int kStages, b
           int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     w4a16_mma_kernel(W4A16Args a, bool tiles, const uint4* xp, const float* xsum) {
-  using Math = Int4Math<kType>;
+  using Math = Int4Pairs<kType>;
   constexpr int kStepK = 128 * kChunks;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * 16 * kNTiles;
@@ -242,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
               if constexpr (kScaleAfter) {
                 frag[nt][h][i] = q;
               } else if constexpr (kType == FloatType::kBF16) {
-                frag[nt][h][i] = Math::dequant(q, scale[nt][h], zero[nt][h] * scale[nt][h]);
+                frag[nt][h][i] = Math::dequant_fp32(q, scale[nt][h], zero[nt][h] * scale[nt][h]);
               } else {
                 frag[nt][h][i] = Math::dequant(q, z2[nt][h], s2[nt][h]);
               }

@@ -48,10 +48,6 @@ __device__ __forceinline__ void decode8(uint32_t word, float (&f)[8]) {
   }
 }
 
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
-  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
-}
-
 template <int kRows>
 __global__ void __launch_bounds__(kThreads) w4a16_small_m_kernel(W4A16Args a) {
   constexpr int kCols = cols_for_rows<kRows>();

@@ -42,6 +42,7 @@
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/w4a16/int4_pairs.cuh"
 #include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_stream.h"
@@ -82,29 +83,6 @@ struct StreamPlan {
 
 __host__ __device__ constexpr uint32_t align16(uint32_t v) { return (v + 15u) & ~15u; }
 
-template <FloatType kType>
-struct Magic;
-template <>
-struct Magic<FloatType::kBF16> {
-  static constexpr uint32_t kBits = 0x43004300u;  // bf16 128 | 128: OR a nibble in, get 128 + q
-  static constexpr float kOffset = 128.0f;
-};
-template <>
-struct Magic<FloatType::kF16> {
-  static constexpr uint32_t kBits = 0x64006400u;  // f16 1024 | 1024
-  static constexpr float kOffset = 1024.0f;
-};
-
-// x values 0..7 (16 bytes, two per word) as the pairs (0, 4), (1, 5), (2, 6), (3, 7): the
-// order in which LOP3 pulls nibbles out of a weight word.
-__device__ __forceinline__ uint4 pair_halves(uint4 v) {
-  return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632), __byte_perm(v.y, v.w, 0x5410),
-                    __byte_perm(v.y, v.w, 0x7632));
-}
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
-  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
-}
-
 __device__ __forceinline__ int64_t range_start(int64_t cta, int64_t ctas, int64_t total) { return cta * total / ctas; }
 
 // A consumer warp's share of one stage: chunks warp + 16 j (j < kCount) of the stage's n, all
@@ -115,7 +93,7 @@ template <FloatType kType, int kMTiles, int kCount>
 __device__ __forceinline__ void consume_chunks(const W4A16Args& a, const StreamPlan& p, const uint8_t* smem,
                                                const uint8_t* stage, const uint8_t* sc, int c0, int n, int warp,
                                                int lane, float (&acc)[kMTiles][4]) {
-  using M = Magic<kType>;
+  using M = Int4Pairs<kType>;
   const int g = lane / 4, t = lane % 4;
   uint4 wv[kCount][2];
   float scale[kCount][2], zero[kCount][2];
@@ -156,8 +134,8 @@ __device__ __forceinline__ void consume_chunks(const W4A16Args& a, const StreamP
       uint32_t frag[2][4];  // [row g / g + 8][nibble pair i]
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        frag[0][i] = ((word_of(wv[j][0], w) >> (4 * i)) & 0x000F000Fu) | M::kBits;
-        frag[1][i] = ((word_of(wv[j][1], w) >> (4 * i)) & 0x000F000Fu) | M::kBits;
+        frag[0][i] = ((word_of(wv[j][0], w) >> (4 * i)) & 0x000F000Fu) | M::kMagic;
+        frag[1][i] = ((word_of(wv[j][1], w) >> (4 * i)) & 0x000F000Fu) | M::kMagic;
       }
       const uint32_t a0[4] = {frag[0][0], frag[1][0], frag[0][1], frag[1][1]};
       const uint32_t a1[4] = {frag[0][2], frag[1][2], frag[0][3], frag[1][3]};

@@ -47,6 +47,8 @@
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/w4a16/int4_pairs.cuh"
+#include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
@@ -80,70 +82,11 @@ struct Layout {
   static_assert(kSharedBytes <= 227 * 1024, "the ring must fit one SM's shared memory");
 };
 
-// Bytes global -> shared, completing on `bar` (16-byte aligned, a multiple of 16 bytes).
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-
-// Scale and zero point through the read-only path, as volatile asm so that the compiler keeps
-// the loads a chunk ahead of their use.
-__device__ __forceinline__ uint32_t load_u32_nc(const void* ptr) {
-  uint32_t v;
-  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(ptr));
-  return v;
-}
-__device__ __forceinline__ uint32_t load_u16_nc(const void* ptr) {
-  uint16_t v;
-  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(ptr));
-  return v;
-}
-__device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
-  uint32_t v;
-  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(ptr));
-  return v;
-}
-
-// (q - z) s on packed 16-bit pairs: OR-ing two nibbles into the mantissas of a magic pair (bf16
-// 128, f16 1024) gives (offset + q) exactly, the difference with (offset + z) is exact, and the
-// product with the scale (in x's dtype) is rounded once. Five instructions a pair at most.
+// (q - z) s on packed 16-bit pairs of x's dtype (int4_pairs.cuh): at most five instructions a
+// pair.
 template <FloatType kType>
-struct Dequant;
-template <>
-struct Dequant<FloatType::kBF16> {
-  static constexpr uint32_t kMagic = 0x43004300u;  // bf16 128 | 128
-  static constexpr float kOffset = 128.0f;
-  __device__ static uint32_t splat(float v) {
-    const __nv_bfloat162 h = __float2bfloat162_rn(v);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static uint32_t scale_pair(uint32_t q, uint32_t z2, uint32_t s2) {
-    const __nv_bfloat162 r = __hmul2(
-        __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&q), *reinterpret_cast<const __nv_bfloat162*>(&z2)),
-        *reinterpret_cast<const __nv_bfloat162*>(&s2));
-    return *reinterpret_cast<const uint32_t*>(&r);
-  }
-};
-template <>
-struct Dequant<FloatType::kF16> {
-  static constexpr uint32_t kMagic = 0x64006400u;  // f16 1024 | 1024
-  static constexpr float kOffset = 1024.0f;
-  __device__ static uint32_t splat(float v) {
-    const __half2 h = __float2half2_rn(v);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static uint32_t scale_pair(uint32_t q, uint32_t z2, uint32_t s2) {
-    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&z2)),
-                              *reinterpret_cast<const __half2*>(&s2));
-    return *reinterpret_cast<const uint32_t*>(&r);
-  }
-};
-
-template <FloatType kType>
-struct Int4Pairs {
-  using M = Dequant<kType>;
+struct WeightPairs {
+  using M = Int4Pairs<kType>;
   // Per row and chunk: the scale and offset + z as packed pairs of x's dtype.
   struct Group {
     uint32_t s2, z2;
@@ -153,24 +96,20 @@ struct Int4Pairs {
   }
   // Nibbles i and i + 4 of word (permuted x).
   __device__ static uint32_t pair(uint32_t word, int i, Group gr) {
-    return M::scale_pair(((word >> (4 * i)) & 0x000F000Fu) | M::kMagic, gr.z2, gr.s2);
+    return M::dequant(((word >> (4 * i)) & 0x000F000Fu) | M::kMagic, gr.z2, gr.s2);
   }
   // Nibbles 2 t and 2 t + 1 (byte t) of word (direct x): lo_hi = 0x(4+t)(4+t)tt puts byte t of
   // word in byte 0 and byte t of word >> 4 (its high nibble low) in byte 2.
   __device__ static uint32_t byte_pair(uint32_t word, uint32_t lo_hi, Group gr) {
-    return M::scale_pair((__byte_perm(word, word >> 4, lo_hi) & 0x000F000Fu) | M::kMagic, gr.z2, gr.s2);
+    return M::dequant((__byte_perm(word, word >> 4, lo_hi) & 0x000F000Fu) | M::kMagic, gr.z2, gr.s2);
   }
 };
-
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int j) {
-  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
-}
 
 template <FloatType kType, int kTokens, int kStages, bool kPermutedX>
 __global__ void __launch_bounds__(kThreads, 1)
     w4a16_wgmma_kernel(const W4A16Args a, const __grid_constant__ CUtensorMap x_map) {
   using L = Layout<kTokens, kStages>;
-  using D = Int4Pairs<kType>;
+  using D = WeightPairs<kType>;
   extern __shared__ uint8_t shared_raw[];
   uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t{1023});
   const uint32_t ring_address = shared_address(ring);
@@ -210,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       hopper::tma_load_2d(dst, &x_map, c * kChunkK, m0, bar);
       hopper::tma_load_2d(dst + L::kXPanelBytes, &x_map, c * kChunkK + hopper::kPanelCols, m0, bar);
       for (int j = 0; j < valid_tiles; ++j) {
-        bulk_copy(dst + L::kXBytes + j * kTileChunkBytes, wsrc + (j * a.k / kChunkK + c) * int64_t{kTileChunkBytes},
+        bulk_copy_to_shared(dst + L::kXBytes + j * kTileChunkBytes, wsrc + (j * a.k / kChunkK + c) * int64_t{kTileChunkBytes},
                   kTileChunkBytes, bar);
       }
     }

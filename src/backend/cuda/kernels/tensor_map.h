@@ -1,0 +1,24 @@
+// Tiled tensor maps of 16-bit elements for the bulk tensor copy engine (TMA), as the Hopper
+// kernels use them: 128-byte swizzle, L2 promotion of 256 bytes, zeros for elements outside the
+// tensor. Encoded on the host (cuTensorMapEncodeTiled through the runtime's driver entry point:
+// nothing links libcuda) and passed to kernels by value (__grid_constant__), so a captured CUDA
+// graph keeps its own copy. No fmt here: .cu files include this header.
+#pragma once
+
+#include <cuda.h>
+
+#include "backend/cuda/kernels/launch.h"
+
+namespace brisk::cuda {
+
+// Whether the driver offers cuTensorMapEncodeTiled.
+bool tensor_map_encoding_available();
+
+// Encodes a map of `rank` dimensions (innermost first; strides in bytes of dimensions 1 and up)
+// over bf16 or f16 elements at base, element strides 1. Throws brisk::Error naming `op` when the
+// driver offers no encoder; returns the driver's result (the caller says what it was encoding).
+CUresult encode_tensor_map_16bit(CUtensorMap& map, FloatType type, int rank, const void* base,
+                                 const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                 const char* op);
+
+}  // namespace brisk::cuda

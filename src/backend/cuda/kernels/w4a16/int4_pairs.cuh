@@ -1,0 +1,71 @@
+// int4 weights to packed 16-bit pairs, as the W4A16 tensor-core kernels (w4a16_mma.cu,
+// w4a16_stream.cu, w4a16_wgmma.cu) feed them to the MMA: OR-ing two nibbles (one LOP3 with the
+// mask 0x000F000F) into the mantissas of a magic pair gives (offset + q) exactly, offset 128 in
+// bf16 and 1024 in f16; the zero point then enters as (offset + z).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/kernels/float_io.cuh"
+
+namespace brisk::cuda {
+
+template <FloatType kType>
+struct Int4Pairs;
+
+template <>
+struct Int4Pairs<FloatType::kBF16> {
+  static constexpr uint32_t kMagic = 0x43004300u;  // bf16 128 | 128
+  static constexpr uint32_t kOne = 0x3F803F80u;    // bf16 1 | 1
+  static constexpr float kOffset = 128.0f;
+  __device__ static uint32_t splat(float v) {
+    const __nv_bfloat162 h = __float2bfloat162_rn(v);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  // (q128 - z128) * s with packed z2 = splat(128 + z), s2 = splat(s): the difference is exact,
+  // the product rounded once (twice where s was rounded to bf16 from another dtype first).
+  __device__ static uint32_t dequant(uint32_t q, uint32_t z2, uint32_t s2) {
+    const __nv_bfloat162 r = __hmul2(
+        __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&q), *reinterpret_cast<const __nv_bfloat162*>(&z2)),
+        *reinterpret_cast<const __nv_bfloat162*>(&s2));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+  // The same, rounded once whatever the scales' dtype: in fp32 as q128 * s - z128 * s (the
+  // cancellation costs ~4 of fp32's 24 bits), since a scale rounded to bf16 first (f16
+  // checkpoint scales) would bias a whole group.
+  __device__ static uint32_t dequant_fp32(uint32_t q, float scale, float zero_scale) {
+    const __nv_bfloat162 r = __floats2bfloat162_rn(fmaf(__uint_as_float(q << 16), scale, -zero_scale),
+                                                   fmaf(__uint_as_float(q & 0xFFFF0000u), scale, -zero_scale));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+};
+
+template <>
+struct Int4Pairs<FloatType::kF16> {
+  static constexpr uint32_t kMagic = 0x64006400u;  // f16 1024 | 1024
+  static constexpr uint32_t kOne = 0x3C003C00u;    // f16 1 | 1
+  static constexpr float kOffset = 1024.0f;
+  __device__ static uint32_t splat(float v) {
+    const __half2 h = __float2half2_rn(v);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  // (q1024 - z1024) * s on packed pairs: the difference is exact, the product rounded once
+  // (checkpoint scales are f16 already).
+  __device__ static uint32_t dequant(uint32_t q, uint32_t z2, uint32_t s2) {
+    const __half2 r = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q), *reinterpret_cast<const __half2*>(&z2)),
+                              *reinterpret_cast<const __half2*>(&s2));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+};
+
+// x values 0..7 (16 bytes, two per word) as the pairs (0, 4), (1, 5), (2, 6), (3, 7): the order
+// in which the LOP3 above pulls nibbles i and i + 4 out of a weight word.
+__device__ __forceinline__ uint4 pair_halves(uint4 v) {
+  return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632), __byte_perm(v.y, v.w, 0x5410),
+                    __byte_perm(v.y, v.w, 0x7632));
+}
+
+}  // namespace brisk::cuda
