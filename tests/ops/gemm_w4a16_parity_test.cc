@@ -8,7 +8,7 @@
 //   tensor-core kernel's math with the scale after the MMA, summed over CTAs in another
 //   order: atol = 1e-3 * sqrt(K) as below;
 // - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows (tensor-core kernel, passes of up
-//   to 64 rows): with group % 128
+//   to 64 rows; the wgmma kernel below from M = 33 on the tile layout): with group % 128
 //   != 0 each weight is dequantized to x's dtype, the scale rounded to it first: two roundings
 //   of every weight (2^-9 relative each for bf16, |w| <= 0.3, rms ~0.1) add up to ~1e-4 *
 //   sqrt(K) rms; with group % 128 == 0 the scale is applied to fp32 sums (more accurate):
@@ -173,10 +173,11 @@ TEST(GemmW4A16, MatchesCpuStreamKernel) {
 
 // Every configuration of the tensor-core kernel (the tuning benchmark forces each), with the
 // scale applied to the weights (group 64) and after the MMA (group 128, 256); the streaming
-// kernel is kept out so that the tile layout reaches every configuration too.
+// and wgmma kernels are kept out so that the tile layout reaches every configuration too.
 TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16;
   cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
+  cuda::w4a16_wgmma_config_override = -2;
   for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
     cuda::w4a16_mma_config_override = c;
     const int64_t max_m = 8 * cuda::kW4A16MmaConfigs[c].m_tiles;
@@ -187,6 +188,7 @@ TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
     }
   }
   cuda::w4a16_mma_config_override = -1;
+  cuda::w4a16_wgmma_config_override = -1;
   cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
@@ -205,7 +207,7 @@ TEST(GemmW4A16, MatchesCpuLargeM) {
   for (const W4Case& c : cases) check_w4a16(c);
 }
 
-// The wgmma kernel (M past the tensor-core kernel, tile layout; check_w4a16's second half): odd
+// The wgmma kernel (M from kW4A16WgmmaMinRows, tile layout; check_w4a16's second half): odd
 // and even M across one to several token tiles, N not a multiple of the block's 128 rows,
 // groups 32 to 256, symmetric and asymmetric, f16 and bf16 x, y and scales of every dtype,
 // bias, strided x, split-K (few tiles, long K), Llama-3-8B's K with reduced N, every
@@ -214,7 +216,7 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
   const int groups[] = {32, 64, 128, 256};
   int i = 0;
-  for (int64_t m : {65, 67, 96, 127, 128, 129, 200, 255, 256, 257, 333, 511, 640, 1001}) {
+  for (int64_t m : {33, 40, 64, 65, 67, 96, 127, 128, 129, 200, 255, 256, 257, 333, 511, 640, 1001}) {
     const DType x = i % 2 == 0 ? bf16 : f16;
     const DType y = i % 3 == 0 ? f32 : x;
     const DType scales = i % 4 == 0 ? f16 : (i % 4 == 1 ? bf16 : (i % 4 == 2 ? f32 : f16));
@@ -399,6 +401,7 @@ TEST(GemmW4A16Perf, StreamProfile) {
 TEST(GemmW4A16Perf, MmaConfigs) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
+  cuda::w4a16_wgmma_config_override = -2;
   for (const PerfShape& s : {kLlamaShapes[0], kLlamaShapes[2]}) {
     PerfWeights w = perf_weights(s.n, s.k);
     for (int64_t m : {1, 4, 8, 16, 32, 64}) {
@@ -410,6 +413,7 @@ TEST(GemmW4A16Perf, MmaConfigs) {
       cuda::w4a16_mma_config_override = -1;
     }
   }
+  cuda::w4a16_wgmma_config_override = -1;
   cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 

@@ -110,10 +110,11 @@ inline constexpr bool w4a16_mma_rules_valid() {
 static_assert(w4a16_mma_rules_valid(),
               "each rule's configuration must hold its M, rules ascending up to kW4A16MmaMaxRows");
 
-// --- Prefill (M > kW4A16MmaMultiPassMaxRows): the wgmma kernel of w4a16_wgmma.cu ---------------
+// --- Prefill (M >= kW4A16WgmmaMinRows): the wgmma kernel of w4a16_wgmma.cu ---------------------
 //
-// 16-bit x, K % 128 == 0 and the tile layout (Int4Layout::kTiles16), for kW4A16MmaMultiPassMaxRows
-// < M <= kW4A16WgmmaMaxRows; otherwise (and past that M) the weight is dequantized for cuBLASLt.
+// 16-bit x, K % 128 == 0 and the tile layout (Int4Layout::kTiles16), for kW4A16WgmmaMinRows <= M
+// <= kW4A16WgmmaMaxRows; otherwise the mma.sync kernel up to kW4A16MmaMultiPassMaxRows and past
+// it the weight dequantized for cuBLASLt.
 // One instantiation: tokens per block (the wgmma's N), stages of the shared-memory ring (128 K
 // values each: tokens x 256 bytes of x plus 8 KiB of weights), and whether x is first permuted
 // into the weights' K order (w4a16_wgmma.cu says why; otherwise TMA reads x itself and each
@@ -146,18 +147,25 @@ struct W4A16WgmmaRule {
 // the fallback's dense GEMM is as fast or faster.
 inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{128, 2}, {1 << 30, 3}};
 inline constexpr int kW4A16WgmmaMaxRows = 1024;
+// From this M the wgmma kernel (128 tokens a block, padded) takes over from the mma.sync kernel
+// on the tile layout: M 64 (one gpu-check run, us, mma.sync / wgmma at M 65): gate_up 94.5 /
+// 77, qkv 31.4 / 28, o_proj 24.7 / 18, down 60.0 / 43; the mma.sync kernel's 64-token
+// configuration costs about the same from M 33, while at M 32 it is ahead on all four (56.9,
+// 20.6, 16.6, 41.3).
+inline constexpr int kW4A16WgmmaMinRows = 33;
 // Split K while the (N, M) tiles fill fewer than the SMs, each split at least this many 128-K
 // chunks (fp32 partials summed by launch_w4a16_reduce).
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
 
-// Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration (for every M past the
-// mma.sync kernel's), -2 turns the wgmma kernel off (the dequantizing fallback everywhere).
+// Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration (for every M from
+// kW4A16WgmmaMinRows), -2 turns the wgmma kernel off (the mma.sync kernel or the dequantizing
+// fallback everywhere).
 inline int w4a16_wgmma_config_override = -1;
 
 inline bool w4a16_wgmma_enabled(int m) {
   if (w4a16_wgmma_config_override == -2) return false;
-  if (w4a16_wgmma_config_override >= 0) return m > kW4A16MmaMultiPassMaxRows;  // tuning: any M
-  return m > kW4A16MmaMultiPassMaxRows && m <= kW4A16WgmmaMaxRows;
+  if (w4a16_wgmma_config_override >= 0) return m >= kW4A16WgmmaMinRows;  // tuning: any M
+  return m >= kW4A16WgmmaMinRows && m <= kW4A16WgmmaMaxRows;
 }
 // The configuration for M and the group size: reading x directly needs one group per 128-K
 // chunk (group_size % 128 == 0); otherwise the permuted configuration of as many tokens.
