@@ -12,9 +12,6 @@
 // kernel launched just before the op (the engine writes them with host copies).
 #include <bit>
 #include <limits>
-#include <map>
-#include <mutex>
-#include <utility>
 
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
@@ -22,7 +19,6 @@
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
-#include "backend/cuda/runtime/cuda_check.h"
 #include "core/error.h"
 
 namespace brisk::cuda {
@@ -76,33 +72,6 @@ class SplitWorkspace {
  private:
   Tensor acc_, ml_;
 };
-
-// The decode kernel's split-merge counters (decode_attention.h: merge_counters) for work on
-// `stream`: zero between launches (the merging block resets its own), so they are allocated and
-// zeroed once per (device, stream) and kept for the process; CUDA graphs hold their address. The
-// first call may come while `stream` is being captured: the allocation and the zeroing then run
-// outside the capture (relaxed capture mode, on a stream of their own).
-constexpr int64_t kMergeCounters = int64_t{1} << 16;
-int* merge_counters(cudaStream_t stream) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, cudaStream_t>, int*> pools;
-  int device = 0;
-  BRISK_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mutex);
-  int*& pool = pools[{device, stream}];
-  if (pool == nullptr) {
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    BRISK_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-    cudaStream_t side = nullptr;
-    BRISK_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&pool), kMergeCounters * sizeof(int)));
-    BRISK_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-    BRISK_CUDA_CHECK(cudaMemsetAsync(pool, 0, kMergeCounters * sizeof(int), side));
-    BRISK_CUDA_CHECK(cudaStreamSynchronize(side));
-    BRISK_CUDA_CHECK(cudaStreamDestroy(side));
-    BRISK_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
-  }
-  return pool;
-}
 
 // The part of the generic arguments both tensor-core kernels take.
 PagedAttentionArgs paged_args(const AttentionArgs& g) {
@@ -160,12 +129,12 @@ void decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
   a.num_splits = decode_attention_num_splits(a, ctx.num_sms);
   // One merge counter per (sequence, kv head, row chunk); grids that would need more than a pool
   // holds have thousands of blocks, where the cost model does not split anyway.
-  if (int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks > kMergeCounters) a.num_splits = 1;
+  if (int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks > kDecodeMergeCounters) a.num_splits = 1;
   // Freed on return: reuse of the memory is stream-ordered after the kernels.
   SplitWorkspace workspace(ctx, a.num_splits, a.num_tokens, a.num_heads, a.head_dim);
   a.partial_acc = workspace.acc();
   a.partial_ml = workspace.ml();
-  if (a.num_splits > 1) a.merge_counters = merge_counters(ctx.stream);
+  if (a.num_splits > 1) a.merge_counters = ctx.decode_merge_counters;
   a.single_wave = decode_attention_single_wave(a, ctx.num_sms);
   BRISK_CHECK(launch_decode_attention(a, ctx.stream),
               "attention: the decode kernel table has no entry for kv dtype {} and head_dim {}",

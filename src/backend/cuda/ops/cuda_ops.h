@@ -15,7 +15,14 @@ struct OpContext {
   cudaStream_t stream = nullptr;
   Allocator* allocator = nullptr;  // device memory for scratch (stream-ordered reuse)
   int num_sms = 0;
+  // The decode attention kernel's split-merge counters (kDecodeMergeCounters, decode_attention.h),
+  // zero between its launches; the backend owns them (one set serves its stream and a caller's
+  // lent one, which are ordered by events).
+  int* decode_merge_counters = nullptr;
 };
+
+// Split-merge counters of the decode attention kernel that one OpContext holds.
+inline constexpr int64_t kDecodeMergeCounters = int64_t{1} << 16;
 
 // dst = src converted between float dtypes; same shape, rows may be strided (rank <= 2) or the
 // views contiguous.
