@@ -362,7 +362,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 #pragma unroll
       for (int j = 0; j < kTileKeys / 16; ++j) {
         const uint64_t vd = hopper::smem_descriptor_advance(v_desc, j * 16 * hopper::kPanelRowBytes);
-        hopper::Wgmma<kHeadDim, kKvType>::rs_b_mn(o, p[j], vd);
+        hopper::Wgmma<kHeadDim, kKvType>::template rs<1>(o, p[j], vd);
       }
       hopper::wgmma_commit();
     };

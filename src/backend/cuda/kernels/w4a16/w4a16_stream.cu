@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/launch.h"
@@ -470,12 +471,8 @@ bool make_plan(const W4A16Args& a, StreamPlan& p) {
 
 template <FloatType kType, int kMTiles>
 void launch_typed(const W4A16Args& a, const StreamPlan& p, float* partials, int ctas, cudaStream_t stream) {
-  auto kernel = w4a16_stream_kernel<kType, kMTiles>;
-  static const bool attributes_set = [&] {
-    BRISK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit));
-    return true;
-  }();
-  (void)attributes_set;
+  constexpr auto kernel = w4a16_stream_kernel<kType, kMTiles>;
+  allow_dynamic_shared_memory<kernel>(kSharedLimit);
   launch_pdl(kernel, dim3(ctas), dim3(kThreads), p.smem_bytes, stream, a, p, partials);
 }
 

@@ -52,7 +52,6 @@
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
-#include "backend/cuda/kernels/w4a16/wgmma_rs.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -252,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
       const uint64_t desc = hopper::smem_descriptor(x_address + ks * 32, 16, 1024);
-      hopper::WgmmaRsK<kTokens, kType>::mma(acc, cur[ks], desc);
+      hopper::Wgmma<kTokens, kType>::template rs<0>(acc, cur[ks], desc);  // x K-major
     }
     hopper::wgmma_commit();
     hopper::wgmma_wait<1>();
