@@ -3,10 +3,6 @@
 // x uniform in [-1, 1]. The CPU writes f32.
 // Tolerance: |cuda - cpu| <= atol + rtol * |cpu|, rtol = one rounding of y's dtype and, by the
 // path gemm_w4a16 takes (kernels/w4a16/w4a16_heuristics.h):
-// - 16-bit x, tile layout, group % 128 == 0, M <= 2 on small weights (streaming kernel,
-//   w4a16_stream.cu; MatchesCpuStreamKernel forces it up to M = 16): the
-//   tensor-core kernel's math with the scale after the MMA, summed over CTAs in another
-//   order: atol = 1e-3 * sqrt(K) as below;
 // - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows (tensor-core kernel, passes of up
 //   to 64 rows; the wgmma kernel below from M = 33 on the tile layout): with group % 128
 //   != 0 each weight is dequantized to x's dtype, the scale rounded to it first: two roundings
@@ -138,12 +134,11 @@ TEST(GemmW4A16, MatchesCpuTensorCore) {
   for (const W4Case& c : cases) check_w4a16(c);
 }
 
-// The streaming kernel (tile layout, group % 128 == 0, M <= 16) with either copy engine, then
-// the same cases on the register-ring tensor-core kernel it replaces there: tiny weights whose tiles are shared by
-// many CTAs (each CTA a chunk or two: the fixup adds up to 5 partials), tiles split mid-way by
-// the CTA ranges, long K (stages that end inside a tile), groups 128 / 256 / 512, symmetric
-// and asymmetric, f16 and bf16 x, y of every dtype, scales of every dtype, bias, strided x.
-TEST(GemmW4A16, MatchesCpuStreamKernel) {
+// Decode M (1 to 16) on the tensor-core kernel as the rules pick its configuration (x in shared
+// memory, or permuted where a block's share would not fit): tiny weights split over K into many
+// blocks, long K (stages that end inside a split), groups 128 / 256 / 512, symmetric and
+// asymmetric, f16 and bf16 x, y of every dtype, scales of every dtype, bias, strided x.
+TEST(GemmW4A16, MatchesCpuDecodeRows) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
   std::vector<W4Case> cases;
   for (int64_t m = 1; m <= 16; ++m) {
@@ -152,31 +147,23 @@ TEST(GemmW4A16, MatchesCpuStreamKernel) {
                      m % 4 == 0 ? DType::kF32 : (m % 4 == 1 ? DType::kBF16 : DType::kF16)});
   }
   for (const W4Case& c : std::initializer_list<W4Case>{
-           {1, 16, 128, 128, true, bf16, bf16, true, false},         // one chunk: one CTA
+           {1, 16, 128, 128, true, bf16, bf16, true, false},         // one chunk: one block
            {1, 4096, 4096, 128, true, bf16, bf16, false, false},     // o_proj
            {9, 4096, 4096, 128, false, f16, f16, true, false, f32},  // two 8-token fragments
            {16, 6144, 4096, 128, true, bf16, bf16, true, true},      // qkv, strided x
-           {3, 272, 14336, 128, true, bf16, f32, false, false},      // long K: stages end inside tiles
+           {3, 272, 14336, 128, true, bf16, f32, false, false},      // long K: stages end inside splits
            {2, 1040, 2560, 512, true, f16, bf16, true, false, bf16},
        }) {
     cases.push_back(c);
   }
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamForced;
   for (const W4Case& c : cases) check_w4a16(c);
-  cuda::w4a16_stream_bulk_copies = !cuda::w4a16_stream_bulk_copies;  // the producer's other copy engine
-  for (const W4Case& c : cases) check_w4a16(c);
-  cuda::w4a16_stream_bulk_copies = !cuda::w4a16_stream_bulk_copies;
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
-  for (const W4Case& c : cases) check_w4a16(c);
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 // Every configuration of the tensor-core kernel (the tuning benchmark forces each), with the
-// scale applied to the weights (group 64) and after the MMA (group 128, 256); the streaming
-// and wgmma kernels are kept out so that the tile layout reaches every configuration too.
+// scale applied to the weights (group 64) and after the MMA (group 128, 256); the wgmma kernel
+// is kept out so that the tile layout reaches every configuration too.
 TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16;
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
   cuda::w4a16_wgmma_config_override = -2;
   for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
     cuda::w4a16_mma_config_override = c;
@@ -186,10 +173,14 @@ TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
                             W4Case{1, 16, 2048, 256, true, f16, bf16, true, false}}) {
       check_w4a16(w);
     }
+    // Shared x: enough rows for no split by N alone, and a K whose x outgrows a block's share
+    // (the permuted configuration instead), strided x.
+    if (cuda::kW4A16MmaConfigs[c].x == cuda::W4A16XSource::kShared) {
+      check_w4a16({max_m - 1, 17024, 6144, 128, true, bf16, bf16, false, true});
+    }
   }
   cuda::w4a16_mma_config_override = -1;
   cuda::w4a16_wgmma_config_override = -1;
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 TEST(GemmW4A16, MatchesCpuLargeM) {
@@ -342,71 +333,17 @@ TEST(GemmW4A16Perf, RowLayout) {
   for (int64_t m : {1, 16}) time_w4a16("w4a16-rows gate_up", w, m, kLlamaShapes[0].n, kLlamaShapes[0].k);
 }
 
-// The register-ring tensor-core kernel alone at M = 1 and 16, beside the LlamaShapes numbers of
-// the same run.
-TEST(GemmW4A16Perf, RingKernel) {
-  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
-  for (const PerfShape& s : kLlamaShapes) {
-    PerfWeights w = perf_weights(s.n, s.k);
-    for (int64_t m : {1, 16}) time_w4a16(std::string("w4a16-ring ") + s.name, w, m, s.n, s.k);
-  }
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
-}
-
-// The streaming kernel's ring depth (stages of 16 KiB) and copy engine on gate_up, and a short
-// run of it for ncu (--launch-skip 2 --launch-count 1 -k regex:w4a16_stream_kernel).
-TEST(GemmW4A16Perf, StreamRing) {
-  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  const PerfShape& s = kLlamaShapes[0];
-  PerfWeights w = perf_weights(s.n, s.k);
-  const int stages_default = cuda::w4a16_stream_max_stages;
-  const bool bulk_default = cuda::w4a16_stream_bulk_copies;
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamForced;
-  for (int stages : {4, 8}) {
-    for (bool bulk : {false, true}) {
-      cuda::w4a16_stream_max_stages = stages;
-      cuda::w4a16_stream_bulk_copies = bulk;
-      const std::string op = "w4a16-s" + std::to_string(stages) + (bulk ? "tma " : "cpa ") + s.name;
-      for (int64_t m : {1, 16}) time_w4a16(op, w, m, s.n, s.k);
-    }
-  }
-  cuda::w4a16_stream_max_stages = stages_default;
-  cuda::w4a16_stream_bulk_copies = bulk_default;
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
-}
-// The decode rows on the streaming kernel and on the register-ring kernel, for the M rules.
-TEST(GemmW4A16Perf, DecodeShapes) {
-  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  for (const PerfShape& s : kLlamaShapes) {
-    PerfWeights w = perf_weights(s.n, s.k);
-    for (int64_t m : {1, 2, 4, 8, 16}) {
-      for (bool ring : {false, true}) {
-        cuda::w4a16_stream_mode = ring ? cuda::kW4A16StreamOff : cuda::kW4A16StreamForced;
-        time_w4a16(std::string(ring ? "w4a16-ring " : "w4a16-stream ") + s.name, w, m, s.n, s.k);
-      }
-    }
-  }
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
-}
-TEST(GemmW4A16Perf, StreamProfile) {
-  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  const PerfShape& s = kLlamaShapes[0];
-  PerfWeights w = perf_weights(s.n, s.k);
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamForced;
-  time_w4a16(std::string("w4a16-profile ") + s.name, w, 1, s.n, s.k, 2);
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
-}
-
+// Each configuration of the tensor-core kernel forced (w4a16_mma_plan still swaps a shared-x
+// one whose share would not fit for the permuted one), to set the rules of w4a16_heuristics.h.
 TEST(GemmW4A16Perf, MmaConfigs) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamOff;
   cuda::w4a16_wgmma_config_override = -2;
-  for (const PerfShape& s : {kLlamaShapes[0], kLlamaShapes[2]}) {
+  for (const PerfShape& s : kLlamaShapes) {
     PerfWeights w = perf_weights(s.n, s.k);
     for (int64_t m : {1, 4, 8, 16, 32, 64}) {
       for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
-        if (cuda::kW4A16MmaConfigs[c].m_tiles * 8 < m) continue;
+        const int tokens = cuda::kW4A16MmaConfigs[c].m_tiles * 8;
+        if (tokens < m || tokens > std::max<int64_t>(8, 2 * m)) continue;  // (padded 4x: far behind)
         cuda::w4a16_mma_config_override = c;
         time_w4a16("w4a16 cfg" + std::to_string(c) + " " + s.name, w, m, s.n, s.k);
       }
@@ -414,7 +351,6 @@ TEST(GemmW4A16Perf, MmaConfigs) {
     }
   }
   cuda::w4a16_wgmma_config_override = -1;
-  cuda::w4a16_stream_mode = cuda::kW4A16StreamByRule;
 }
 
 // The prefill range: the wgmma kernel in each configuration ("w4a16-tN": N tokens per block)

@@ -167,6 +167,7 @@ struct W4A16Args {
   int group_size = 0;                // a multiple of 32
   int num_splits = 1;
   int64_t k_per_split = 0;           // covers k in num_splits pieces: a multiple of the kernel's K step
+  int mma_config = -1;               // the tensor-core kernel's configuration (w4a16_mma_plan)
 };
 constexpr int kW4A16MaxRows = 16;
 // The split count for these sizes on a GPU of num_sms multiprocessors, and k_per_split to match.

@@ -1,13 +1,10 @@
 // gemm_w4a16: int4 weights times 16-bit or f32 activations. The kernel is chosen by M
 // (kernels/w4a16/w4a16_heuristics.h):
-// - 16-bit x, tile layout, group_size % 128 == 0, decode M on small weights (the rule in
-//   w4a16_heuristics.h): the streaming kernel (w4a16_stream.cu) where its shared-memory plan
-//   holds x; it splits the weight stream over persistent CTAs itself (fp32 partials of the
-//   shared tiles in scratch, added by its second kernel).
 // - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows: the tensor-core kernel
 //   (w4a16_mma.cu) in passes of up to kW4A16MmaMaxRows rows, every weight byte read once per
 //   pass, split over K when N alone cannot fill the GPU (fp32 partials in scratch, summed by a
-//   second kernel). With group_size % 128 == 0 the scale and zero point are applied to fp32
+//   second kernel); x from a fragment-order copy or, for the smallest M, from shared memory
+//   each block fills itself (the configuration and split come from w4a16_mma_plan). With group_size % 128 == 0 the scale and zero point are applied to fp32
 //   chunk sums after the MMA; otherwise each weight is dequantized to x's dtype first (one
 //   rounding of (q - z) * s). It reads both layouts; the tile layout (Int4Layout::kTiles16,
 //   made once at load time by repack_int4 below) is the fast one: one contiguous stream per warp.
@@ -29,7 +26,6 @@
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
-#include "backend/cuda/kernels/w4a16/w4a16_stream.h"
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/gemm_runner.h"
@@ -68,15 +64,10 @@ W4A16Args kernel_args(const GemmW4A16Params& p, TensorView x, TensorView y) {
 // Rows x [rows, K] -> y [rows, N] by the tensor-core kernel (mma; rows <= kW4A16MmaMaxRows) or
 // the CUDA-core kernel (rows <= kW4A16MaxRows, row layout); x rows 16-byte aligned.
 void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, TensorView y, bool mma, bool tiles) {
-  const int64_t m = x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
+  const int64_t m = x.size(0), n = p.qweight.size(0);
   W4A16Args a = kernel_args(p, x, y);
-  if (mma && tiles && w4a16_stream_wanted(m, n, k) && w4a16_stream_supported(a)) {
-    Tensor partials(*ctx.allocator, DType::kF32, {w4a16_stream_partial_floats(a, ctx.num_sms)});
-    launch_w4a16_stream(a, partials.data_as<float>(), ctx.num_sms, ctx.stream);
-    return;
-  }
   if (mma) {
-    w4a16_mma_plan_splits(a, ctx.num_sms);
+    w4a16_mma_plan(a, ctx.num_sms);
   } else {
     w4a16_plan_splits(a, ctx.num_sms);
   }
@@ -90,7 +81,7 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
     return;
   }
   Tensor x_frag;
-  if (w4a16_mma_config(a.m).permuted_x) x_frag = Tensor(*ctx.allocator, DType::kU8, {w4a16_mma_x_frag_bytes(a.m, k)});
+  if (const int64_t bytes = w4a16_mma_x_frag_bytes(a); bytes > 0) x_frag = Tensor(*ctx.allocator, DType::kU8, {bytes});
   launch_w4a16_mma(a, p.layout == Int4Layout::kTiles16, x_frag.empty() ? nullptr : x_frag.view().data(), ctx.stream);
 }
 

@@ -1,5 +1,5 @@
-// int4 weights to packed 16-bit pairs, as the W4A16 tensor-core kernels (w4a16_mma.cu,
-// w4a16_stream.cu, w4a16_wgmma.cu) feed them to the MMA: OR-ing two nibbles (one LOP3 with the
+// int4 weights to packed 16-bit pairs, as the W4A16 tensor-core kernels (w4a16_mma.cu and
+// w4a16_wgmma.cu) feed them to the MMA: OR-ing two nibbles (one LOP3 with the
 // mask 0x000F000F) into the mantissas of a magic pair gives (offset + q) exactly, offset 128 in
 // bf16 and 1024 in f16; the zero point then enters as (offset + z).
 #pragma once
@@ -60,6 +60,16 @@ struct Int4Pairs<FloatType::kF16> {
     return *reinterpret_cast<const uint32_t*>(&r);
   }
 };
+
+// Nibbles i and i + 4 of word (i = 0..3) as a packed pair (offset + q): the shift, then the mask
+// and the magic OR in one LOP3 (left to itself the compiler makes two of them, a LOP3 taking only
+// one immediate operand).
+template <FloatType kType>
+__device__ __forceinline__ uint32_t int4_pair(uint32_t word, int i) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(word >> (4 * i)), "n"(0x000F000F), "r"(Int4Pairs<kType>::kMagic));
+  return r;
+}
 
 // x values 0..7 (16 bytes, two per word) as the pairs (0, 4), (1, 5), (2, 6), (3, 7): the order
 // in which the LOP3 above pulls nibbles i and i + 4 out of a weight word.

@@ -45,15 +45,4 @@ __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* sr
                : "memory");
 }
 
-// A 16-byte asynchronous copy from global into shared memory at dst (both 16-byte aligned),
-// through L2 only; cp_async_arrive makes an mbarrier arrival of this thread once all its earlier
-// cp.async copies have landed (the barrier's count includes it: .noinc).
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
 }  // namespace brisk::cuda

@@ -12,39 +12,56 @@
 
 namespace brisk::cuda {
 
+// Where the tensor-core kernel's lanes get x (its B fragments) from: a copy a first small kernel
+// writes in fragment order (kPermuted: a warp's loads are 512 contiguous bytes), or shared memory
+// that each block fills once with its rows and K range (kShared: fewer instructions a step; the
+// fill costs more with M, and the K range is split further where it would not fit).
+enum class W4A16XSource { kPermuted, kShared };
+
 // One instantiation of the tensor-core kernel: m_tiles fragments of 8 tokens, n_tiles tiles of
 // 16 weight rows per warp, chunks 16-byte weight loads per lane and row in a pipeline step (128
-// K values each), stages steps in the register ring (stages - 1 in flight), whether x is first
-// permuted into fragment order (w4a16_mma.cu says why), and the blocks of 4 warps per SM the
-// register budget must allow.
+// K values each), stages steps in the register ring (stages - 1 in flight), where x comes from,
+// and the blocks of 4 warps per SM the register budget must allow.
 struct W4A16MmaConfig {
   int m_tiles;
   int n_tiles;
   int chunks;
   int stages;
-  bool permuted_x;
+  W4A16XSource x;
   int min_blocks;
 };
+inline constexpr W4A16XSource kXPermuted = W4A16XSource::kPermuted, kXShared = W4A16XSource::kShared;
 inline constexpr W4A16MmaConfig kW4A16MmaConfigs[] = {
-    {1, 1, 1, 6, false, 4},  // 0
-    {1, 1, 1, 8, false, 3},  // 1
-    {1, 1, 1, 6, true, 4},   // 2
-    {2, 1, 1, 5, true, 4},   // 3
-    {4, 1, 1, 3, true, 4},   // 4
-    {8, 1, 1, 2, true, 3},   // 5
-    {8, 1, 1, 4, true, 2},   // 6
+    {1, 1, 1, 4, kXShared, 5},    // 0
+    {1, 1, 1, 6, kXPermuted, 4},  // 1
+    {2, 1, 1, 5, kXPermuted, 4},  // 2
+    {4, 1, 1, 3, kXPermuted, 4},  // 3
+    {8, 1, 1, 4, kXPermuted, 2},  // 4
 };
 inline constexpr int kW4A16MmaNumConfigs = sizeof(kW4A16MmaConfigs) / sizeof(kW4A16MmaConfigs[0]);
+// A block's shared x (kXShared) may take up to this many bytes (5 blocks an SM); past it the
+// permuted-x configuration of w4a16_mma_permuted_config_index takes over (w4a16_mma_plan).
+inline constexpr int64_t kW4A16MmaMaxSharedX = 44 << 10;
 
 // The configuration for M (the first rule with M <= max_m).
 struct W4A16MmaRule {
   int max_m;
   int config;
 };
-// Measured (H200, K x N = 4096 x 28672, g128, tile layout; GemmW4A16Perf.MmaConfigs), us at
-// M = 1 / 16 / 64: config 0: 37.4; 2: 33.9; 3: 43.3 / 43.7; 4: 55.6 / 56.2; 6: 91.9 / 92.8 / 95.3;
-// 5 and 6 are slower below 33 rows. (On 4096 x 4096, config 0 beat 2 at M = 1: 11.5 vs 12.9.)
-inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 2}, {16, 3}, {32, 4}, {64, 6}};
+// Measured (H200, bf16 x, g128, tile layout; GemmW4A16Perf.MmaConfigs), us, gate_up / qkv /
+// o_proj / down: M 1: shared x (0): 24.9 / 11.4 / 9.7 / 16.5; permuted (1): 30.5 / 13.7 / 12.8 /
+// 23.3. M 4: (0) 30.5 / 12.5 / 10.3 / 19.0; (1) 30.7 / 14.0 / 12.9 / 23.7. M 8: (0) 30.8 (its
+// 67 KB of shared x would allow 3 blocks an SM, so the plan takes (1): 30.7) / 14.1 / 11.3 /
+// 22.2; (1) 30.7 / 14.1 / 13.0 / 23.9. M 16 (2): 35.6 / 15.7 / 13.0 / 28.8 (shared x with 2
+// fragments: 35.7 / 18.2 / 14.1 / 28.7); M 32 (3): 54.4 / 19.5 / 16.0 / 40.0; M 64 (4): 92.2 /
+// 31.6 / 24.8 / 59.7 (the wgmma kernel takes M >= 33 by default). Also dropped: shared x with 2
+// chunks a step (M 1: 26.5 / 12.0 / 9.8 / 17.0), 6 stages and 4 blocks an SM (an earlier build:
+// 26.4 / 12.7 / 10.7 / 18.7 against 25.5 / 11.7 / 11.6 / 16.8),
+// prefetching permuted x into L1 a ring ahead (51 us on gate_up), and two MMA accumulators
+// a step (no change). The register-ring design with x in shared memory also beat the streaming
+// kernel it replaces (one producer warp filling a shared ring by TMA; M 1: 37.8 / 13.8 / 11.7 /
+// 21.6).
+inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the
 // weight again) rather than dequantizing the weight for cuBLASLt. At M = 128 two passes lost to
@@ -59,33 +76,6 @@ inline constexpr int kW4A16MmaMinWarpsPerSm = 8;
 inline constexpr int kW4A16MmaWarpsPerSm = 16;
 inline constexpr int kW4A16MmaMaxSplits = 16;
 
-// The streaming kernel (w4a16_stream.cu: one producer fills a shared-memory ring, persistent
-// stream-K CTAs, x kept in shared memory) takes M <= kW4A16StreamMaxRows with the tile layout,
-// group_size % 128 == 0 and x small enough for its plan (w4a16_stream_supported). The rule
-// sends it only what it wins: measured (H200, bf16 x, g128, us, streaming / register ring):
-//   gate_up 4096 x 28672  M 1: 37.7 / 33.7   M 2: 38.1 / 34.0   M 4: 40.9 / 33.9   M 16: 54.2 / 44.2
-//   qkv     4096 x 6144   M 1: 13.6 / 15.3   M 2: 14.1 / 15.5   M 4: 16.6 / 15.5   M 16: 23.7 / 17.4
-//   o_proj  4096 x 4096   M 1: 11.6 / 12.5   M 2: 12.0 / 12.8   M 4: 14.2 / 12.7   M 16: 20.8 / 14.5
-//   down    14336 x 4096  M 1: 21.3 / 24.6   M 2: 24.7 / 24.9   M 4: 28.0 / 25.1   (M >= 8: x does not fit)
-// so: M <= 2 on weights of up to 64 Mi values (the ring kernel needs split-K below that, and
-// the streaming kernel's CTAs then cost less than its second kernel and partials).
-inline constexpr int kW4A16StreamMaxRows = 16;
-inline constexpr int kW4A16StreamRuleMaxRows = 2;
-inline constexpr int64_t kW4A16StreamRuleMaxWeights = int64_t{64} << 20;
-// Its ring: at most this many stages of 16 KiB (fewer where x takes the room), filled by 1-d
-// bulk copies (TMA) of one thread or (false) by the producer warp's 16-byte cp.async (measured
-// on gate_up M = 1: 45.9 vs 47.7 us; depths 2 to 12 made no difference).
-inline int w4a16_stream_max_stages = 8;
-inline bool w4a16_stream_bulk_copies = true;
-// Tests and benchmarks only: kW4A16StreamForced runs the streaming kernel wherever it holds the
-// arguments, kW4A16StreamOff never (the register-ring kernel instead).
-inline constexpr int kW4A16StreamByRule = 0, kW4A16StreamForced = 1, kW4A16StreamOff = -1;
-inline int w4a16_stream_mode = kW4A16StreamByRule;
-inline bool w4a16_stream_wanted(int64_t m, int64_t n, int64_t k) {
-  if (w4a16_stream_mode != kW4A16StreamByRule) return w4a16_stream_mode == kW4A16StreamForced;
-  return m <= kW4A16StreamRuleMaxRows && n * k <= kW4A16StreamRuleMaxWeights;
-}
-
 // Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration wherever it holds M.
 inline int w4a16_mma_config_override = -1;
 
@@ -96,7 +86,13 @@ inline int w4a16_mma_config_index(int m) {
     if (m <= rule.max_m) return rule.config;
   return kW4A16MmaRules[sizeof(kW4A16MmaRules) / sizeof(kW4A16MmaRules[0]) - 1].config;
 }
-inline W4A16MmaConfig w4a16_mma_config(int m) { return kW4A16MmaConfigs[w4a16_mma_config_index(m)]; }
+// The permuted-x configuration for M where the rule's shared x would not fit: the first one
+// that holds M.
+inline int w4a16_mma_permuted_config_index(int m) {
+  for (int i = 0; i < kW4A16MmaNumConfigs; ++i)
+    if (kW4A16MmaConfigs[i].x == W4A16XSource::kPermuted && kW4A16MmaConfigs[i].m_tiles * 8 >= m) return i;
+  return kW4A16MmaNumConfigs - 1;
+}
 
 inline constexpr bool w4a16_mma_rules_valid() {
   int covered = 0;

@@ -15,11 +15,11 @@ void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream);
 
 // The tensor-core kernel for M <= kW4A16MmaMaxRows (w4a16_heuristics.h): x f16 or bf16 with
 // rows 16-byte aligned, k a multiple of 128, group_size a multiple of 32, scales and y of any
-// float type. x_frag: scratch of w4a16_mma_x_frag_bytes(m, k) bytes, 16-byte aligned, for the
-// configurations that first permute x into fragment order (unused, may be null, otherwise).
-// k_per_split and num_splits come from w4a16_mma_plan_splits.
-void w4a16_mma_plan_splits(W4A16Args& a, int num_sms);
-int64_t w4a16_mma_x_frag_bytes(int m, int64_t k);
+// float type. w4a16_mma_plan picks the configuration (a.mma_config) and the split over K
+// (k_per_split, num_splits); x_frag: scratch of w4a16_mma_x_frag_bytes(a) bytes, 16-byte
+// aligned, for the configurations that first permute x into fragment order (none otherwise).
+void w4a16_mma_plan(W4A16Args& a, int num_sms);
+int64_t w4a16_mma_x_frag_bytes(const W4A16Args& a);
 // tiles: qweight is in Int4Layout::kTiles16 (backend.h), else brisk's row layout.
 void launch_w4a16_mma(const W4A16Args& a, bool tiles, void* x_frag, cudaStream_t stream);
 

@@ -14,10 +14,11 @@
 // logical k pairs (2t, 2t + 1) and (2t + 8, 2t + 9). The B fragment takes x at the same
 // physical positions: pairs (x[8w + i], x[8w + i + 4]).
 //
-// x for M <= 4 is read directly (one 16-byte load per token, word and lane, through L1); for
-// larger M a small kernel first writes x in fragment order (permute_x: the 16 bytes lane l
-// needs for tile mt, chunk and word are unit ((mt * K / 128 + chunk) * 4 + w) * 32 + l), so a
-// warp's x loads are 512 contiguous bytes instead of 16 scattered pieces.
+// x comes from one of two places (W4A16XSource, per configuration): a copy a small kernel first
+// writes in fragment order (permute_x: the 16 bytes lane l needs for tile mt, chunk and word are
+// unit ((mt * K / 128 + chunk) * 4 + w) * 32 + l), so a warp's x loads are 512 contiguous bytes;
+// or shared memory that each block fills once with its tokens' x over its K range, already in
+// pair order, with each token's sums per chunk (no first kernel, and fewer instructions a step).
 //
 // Dequantization: OR-ing a nibble into the mantissa of 128 (bf16 0x4300) or 1024 (f16 0x6400)
 // gives 128 + q / 1024 + q exactly. With group_size % 128 == 0 (one group per 128-K chunk) these
@@ -33,6 +34,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/mma_common.cuh"
@@ -56,15 +58,40 @@ struct Step {
   uint32_t zero[kNTiles][2][kChunks];
 };
 
-template <FloatType kType, int kMTiles, int kNTiles, int kChunks, int kStages, bool kPermutedX, bool kScaleAfter,
-          int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+// The bytes of a block's shared x (W4A16XSource::kShared) for m tokens and k_len K values: the
+// rows in pair order, each padded by 16 bytes (spreads the tokens' reads over the banks), then
+// each token's sum over each 128-K chunk.
+__host__ __device__ constexpr int64_t shared_x_units(int64_t k_len) { return k_len / 8 + 1; }
+__host__ __device__ constexpr int64_t shared_x_bytes(int64_t m, int64_t k_len) {
+  return m * shared_x_units(k_len) * 16 + m * (k_len / 128) * 4;
+}
+
+// A scale of type kScale (raw bits, read-only path) and its value.
+template <FloatType kScale>
+__device__ __forceinline__ uint32_t load_scale(const uint8_t* row, unsigned group) {
+  if constexpr (kScale == FloatType::kF32) return load_u32_nc(row + 4 * group);
+  return load_u16_nc(row + 2 * group);
+}
+template <FloatType kScale>
+__device__ __forceinline__ float scale_value(uint32_t raw) {
+  if constexpr (kScale == FloatType::kF32) return __uint_as_float(raw);
+  if constexpr (kScale == FloatType::kBF16) return __uint_as_float(raw << 16);
+  return half_bits_to_float(static_cast<uint16_t>(raw));
+}
+
+template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter>
+__global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
     w4a16_mma_kernel(W4A16Args a, bool tiles, const uint4* xp, const float* xsum) {
+  constexpr W4A16MmaConfig kCfg = kW4A16MmaConfigs[kIndex];
+  constexpr int kMTiles = kCfg.m_tiles, kNTiles = kCfg.n_tiles, kChunks = kCfg.chunks, kStages = kCfg.stages;
+  constexpr bool kShared = kCfg.x == W4A16XSource::kShared;
+  constexpr int kScaleBytes = kScale == FloatType::kF32 ? 4 : 2;
   using Math = Int4Pairs<kType>;
   constexpr int kStepK = 128 * kChunks;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * 16 * kNTiles;
-  if (n0 >= a.n) return;  // uniform per warp
+  const bool active = n0 < a.n;  // uniform per warp
+  if (!kShared && !active) return;  // (shared x: the warp helps fill it first)
   // K positions in 32 bits (K < 2^31); the group of a position by a shift where group_size is
   // a power of two (a 64-bit division per load would cost more than the dequantization).
   const int k_begin = static_cast<int>(blockIdx.y * a.k_per_split);
@@ -73,13 +100,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const unsigned group_size = static_cast<unsigned>(a.group_size);
   const bool group_pow2 = (group_size & (group_size - 1)) == 0;
   const int group_shift = __ffs(static_cast<int>(group_size)) - 1;
-  const bool f32_scales = a.scale_type == FloatType::kF32;
+  const int64_t chunks_per_row = a.k / 128;
 
   // The lane's 16 bytes of chunk ci (K values [128 ci, 128 ci + 128)) of row h of tile nt lie at
   // wbase[nt][h] + ci * wstride: 64 bytes apart along a row (kRows), 1 KiB apart in a tile
-  // (kTiles16, where a warp's loads are 512 contiguous bytes).
+  // (kTiles16, where a warp's loads are 512 contiguous bytes). Its scales and zero points start
+  // at srow and zrow.
   const uint8_t* wbase[kNTiles][2];
-  int64_t grow[kNTiles][2];
+  const uint8_t* srow[kNTiles][2];
+  const uint8_t* zrow[kNTiles][2];
   const int64_t wstride = tiles ? 1024 : 64;
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt)
@@ -88,27 +117,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const int64_t n = min(n0 + 16 * nt + 8 * h + g, a.n - 1);  // a clamped row is never written
       wbase[nt][h] = tiles ? a.qweight + (n0 / 16 + nt) * 8 * a.k + h * 512 + lane * 16
                            : a.qweight + n * row_bytes + 16 * t;
-      grow[nt][h] = n * num_groups;
+      srow[nt][h] = static_cast<const uint8_t*>(a.scales) + n * num_groups * kScaleBytes;
+      zrow[nt][h] = a.zeros + n * num_groups;  // (unused when a.zeros is null)
     }
 
-  // Chunks at or past k_end are zero-filled without loads (scale 0: their weights are 0).
+  // Steps at or past k_end are never computed: no loads. A chunk past k_end inside a computed
+  // step (kChunks > 1) is zero-filled (scale 0: its weights count 0).
   auto load_step = [&](int k0, Step<kNTiles, kChunks>& s) {
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const unsigned kk = static_cast<unsigned>(k0 + 128 * c + 32 * t);
       const bool valid = k0 + 128 * c < k_end;
       const unsigned group = group_pow2 ? kk >> group_shift : kk / group_size;
+      const unsigned chunk = static_cast<unsigned>(k0 + 128 * c) >> 7;
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (valid) {
-            const int64_t gi = grow[nt][h] + group;
-            s.w[nt][h][c] = load_streaming(wbase[nt][h] + (k0 / 128 + c) * wstride);
-            s.scale[nt][h][c] = f32_scales ? load_u32_nc(static_cast<const float*>(a.scales) + gi)
-                                           : load_u16_nc(static_cast<const uint16_t*>(a.scales) + gi);
-            s.zero[nt][h][c] = a.zeros != nullptr ? load_u8_nc(a.zeros + gi) : 8u;
-          } else {
+            s.w[nt][h][c] = load_streaming(wbase[nt][h] + chunk * wstride);
+            s.scale[nt][h][c] = load_scale<kScale>(srow[nt][h], group);
+            s.zero[nt][h][c] = a.zeros != nullptr ? load_u8_nc(zrow[nt][h] + group) : 8u;
+          } else if (kChunks > 1) {
             s.w[nt][h][c] = make_uint4(0, 0, 0, 0);
             s.scale[nt][h][c] = 0;
             s.zero[nt][h][c] = 0;
@@ -116,6 +146,45 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
     }
   };
+
+  // A ring of kStages steps in registers: kStages - 1 steps of loads stay in flight while one
+  // is computed. The ring is indexed by compile-time constants (the inner loop unrolls).
+  Step<kNTiles, kChunks> ring[kStages];
+  if (active) {
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) load_step(k_begin + s * kStepK, ring[s]);
+  }
+
+  // Shared x: the block's tokens over [k_begin, k_end) in pair order (pair_halves), row by row,
+  // and each token's sum over each chunk (16 consecutive units, on 16 consecutive lanes).
+  extern __shared__ uint4 x_shared[];
+  const int units = (k_end - k_begin) / 8, chunks_local = (k_end - k_begin) / 128;
+  const int row_units = static_cast<int>(shared_x_units(k_end - k_begin));
+  float* xsum_shared = reinterpret_cast<float*>(x_shared + a.m * row_units);
+  if constexpr (kShared) {
+    const int total = a.m * units;
+    for (int base = 0; base < total; base += kThreads) {  // uniform: every lane shuffles
+      const int u = base + static_cast<int>(threadIdx.x);
+      const bool valid = u < total;
+      const int token = valid ? u / units : 0, j = u - token * units;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (valid) {
+        v = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + token * a.x_stride + k_begin +
+                                                 8 * j));
+      }
+      float f[8];
+      load8(&v, a.x_type, 0, f);
+      float sum = ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
+#pragma unroll
+      for (int o = 1; o < 16; o *= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+      if (valid) {
+        x_shared[token * row_units + j] = pair_halves(v);
+        if (j % 16 == 0) xsum_shared[token * chunks_local + j / 16] = sum;
+      }
+    }
+    __syncthreads();
+    if (!active) return;
+  }
 
   float acc[kMTiles][kNTiles][4];
 #pragma unroll
@@ -125,13 +194,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
 
-  const int64_t chunks_per_row = a.k / 128;
+  // Shared x: the lane's row offsets (tokens past M read the last token's x: their MMA columns
+  // are never stored).
+  int x_row[kMTiles], xsum_row[kMTiles][2];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    x_row[mt] = min(8 * mt + g, a.m - 1) * row_units + 4 * t;
+    xsum_row[mt][0] = min(8 * mt + 2 * t, a.m - 1) * chunks_local;
+    xsum_row[mt][1] = min(8 * mt + 2 * t + 1, a.m - 1) * chunks_local;
+  }
   const int tokens_padded = 8 * kMTiles;
   auto compute_step = [&](const Step<kNTiles, kChunks>& cur, int k0) {
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
-      const int kk = k0 + 128 * c + 32 * t;
-      const int chunk = (k0 + 128 * c) / 128;
+      const int chunk = (k0 + 128 * c) >> 7;
       const bool valid = k0 + 128 * c < k_end;  // uniform per warp
       float scale[kNTiles][2], zero[kNTiles][2];
       uint32_t z2[kNTiles][2], s2[kNTiles][2];
@@ -139,8 +215,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const uint32_t raw = cur.scale[nt][h][c];
-          scale[nt][h] = f32_scales ? __uint_as_float(raw) : bits_to_float(static_cast<uint16_t>(raw), a.scale_type);
+          scale[nt][h] = scale_value<kScale>(cur.scale[nt][h][c]);
           zero[nt][h] = Math::kOffset + static_cast<float>(cur.zero[nt][h][c]);
           if constexpr (!kScaleAfter && kType == FloatType::kF16) {
             s2[nt][h] = Math::splat(scale[nt][h]);
@@ -150,18 +225,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       // kScaleAfter: the MMA takes 128 + q (1024 + q) exactly, and the chunk's sums are turned
       // into s (sum (offset + q) x - (offset + z) sum x) per row (one group per chunk).
       float part[kMTiles][kNTiles][4];
-      float xs[kMTiles][4];  // direct x: the chunk's x sums of tokens 2t, 2t + 1 (c0, c1)
-      if constexpr (kScaleAfter) {
 #pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
+      for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) xs[mt][i] = 0.0f;
+        for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-          for (int nt = 0; nt < kNTiles; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) part[mt][nt][i] = 0.0f;
-        }
-      }
+          for (int i = 0; i < 4; ++i) part[mt][nt][i] = 0.0f;
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         uint32_t frag[kNTiles][2][4];  // [tile][row g / g + 8][nibble pair i]
@@ -172,7 +241,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
             const uint32_t word = word_of(cur.w[nt][h][c], w);
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              const uint32_t q = ((word >> (4 * i)) & 0x000F000Fu) | Math::kMagic;
+              const uint32_t q = int4_pair<kType>(word, i);
               if constexpr (kScaleAfter) {
                 frag[nt][h][i] = q;
               } else if constexpr (kType == FloatType::kBF16) {
@@ -185,59 +254,53 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           uint4 xv = make_uint4(0, 0, 0, 0);
-          if constexpr (kPermutedX) {
-            if (valid) xv = __ldg(xp + ((mt * chunks_per_row + chunk) * 4 + w) * 32 + lane);
-          } else {
-            const int token = 8 * mt + g;
-            if (valid && token < a.m) {
-              const uint16_t* xr = static_cast<const uint16_t*>(a.x) + token * a.x_stride + kk + 8 * w;
-              xv = pair_halves(__ldg(reinterpret_cast<const uint4*>(xr)));
+          if constexpr (kShared) {
+            if (kChunks == 1 || valid) {
+              xv = x_shared[x_row[mt] + ((k0 - k_begin) >> 3) + 16 * c + w];
             }
+          } else {
+            if (valid) xv = __ldg(xp + ((mt * chunks_per_row + chunk) * 4 + w) * 32 + lane);
           }
 #pragma unroll
           for (int nt = 0; nt < kNTiles; ++nt) {
             const uint32_t a0[4] = {frag[nt][0][0], frag[nt][1][0], frag[nt][0][1], frag[nt][1][1]};
             const uint32_t a1[4] = {frag[nt][0][2], frag[nt][1][2], frag[nt][0][3], frag[nt][1][3]};
-            float (&dst)[4] = kScaleAfter ? part[mt][nt] : acc[mt][nt];
-            KvTraits<kType>::mma(dst, a0, xv.x, xv.y);
-            KvTraits<kType>::mma(dst, a1, xv.z, xv.w);
-          }
-          if constexpr (kScaleAfter && !kPermutedX) {
-            const uint32_t ones[4] = {Math::kOne, Math::kOne, Math::kOne, Math::kOne};
-            KvTraits<kType>::mma(xs[mt], ones, xv.x, xv.y);
-            KvTraits<kType>::mma(xs[mt], ones, xv.z, xv.w);
+            KvTraits<kType>::mma(part[mt][nt], a0, xv.x, xv.y);
+            KvTraits<kType>::mma(part[mt][nt], a1, xv.z, xv.w);
           }
         }
       }
-      if constexpr (kScaleAfter) {
 #pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          float x0 = xs[mt][0], x1 = xs[mt][1];
-          if constexpr (kPermutedX) {
-            if (valid) {
-              const float2 v = *reinterpret_cast<const float2*>(xsum + chunk * tokens_padded + 8 * mt + 2 * t);
-              x0 = v.x;
-              x1 = v.y;
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        float x0 = 0.0f, x1 = 0.0f;  // the chunk's x sums of tokens 2t, 2t + 1 (c0, c1)
+        if (kScaleAfter && (kChunks == 1 || valid)) {
+          const int token = 8 * mt + 2 * t;
+          if constexpr (kShared) {  // (tokens past M as above)
+            const int cl = ((k0 - k_begin) >> 7) + c;
+            x0 = xsum_shared[xsum_row[mt][0] + cl];
+            x1 = xsum_shared[xsum_row[mt][1] + cl];
+          } else {
+            const float2 v = *reinterpret_cast<const float2*>(xsum + chunk * tokens_padded + token);
+            x0 = v.x;
+            x1 = v.y;
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            if constexpr (kScaleAfter) {
+              const int h = i >> 1;
+              acc[mt][nt][i] =
+                  fmaf(scale[nt][h], fmaf(-zero[nt][h], (i & 1) ? x1 : x0, part[mt][nt][i]), acc[mt][nt][i]);
+            } else {
+              acc[mt][nt][i] += part[mt][nt][i];
             }
           }
-#pragma unroll
-          for (int nt = 0; nt < kNTiles; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int h = i >> 1;
-              const float dot = fmaf(-zero[nt][h], (i & 1) ? x1 : x0, part[mt][nt][i]);
-              acc[mt][nt][i] = fmaf(scale[nt][h], dot, acc[mt][nt][i]);
-            }
-        }
       }
     }
   };
 
-  // A ring of kStages steps in registers: kStages - 1 steps of loads stay in flight while one
-  // is computed. The ring is indexed by compile-time constants (the inner loop unrolls).
-  Step<kNTiles, kChunks> ring[kStages];
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) load_step(k_begin + s * kStepK, ring[s]);
   for (int k0 = k_begin; k0 < k_end; k0 += kStages * kStepK) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -298,13 +361,18 @@ __global__ void __launch_bounds__(128) w4a16_permute_x_kernel(W4A16Args a, int m
   }
 }
 
-template <FloatType kType, int kIndex, bool kScaleAfter>
+template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter>
 void launch_config(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, cudaStream_t stream) {
   constexpr W4A16MmaConfig kCfg = kW4A16MmaConfigs[kIndex];
+  constexpr auto kernel = w4a16_mma_kernel<kType, kScale, kIndex, kScaleAfter>;
   const int64_t num_warps = (a.n + 16 * kCfg.n_tiles - 1) / (16 * kCfg.n_tiles);
   const dim3 grid(static_cast<unsigned>((num_warps + kWarps - 1) / kWarps), static_cast<unsigned>(a.num_splits));
-  w4a16_mma_kernel<kType, kCfg.m_tiles, kCfg.n_tiles, kCfg.chunks, kCfg.stages, kCfg.permuted_x, kScaleAfter,
-                   kCfg.min_blocks><<<grid, kThreads, 0, stream>>>(a, tiles, xp, xsum);
+  int shared = 0;
+  if constexpr (kCfg.x == W4A16XSource::kShared) {
+    allow_dynamic_shared_memory<kernel>(static_cast<int>(kW4A16MmaMaxSharedX));
+    shared = static_cast<int>(shared_x_bytes(a.m, a.k_per_split));
+  }
+  kernel<<<grid, kThreads, shared, stream>>>(a, tiles, xp, xsum);
 }
 
 template <FloatType kType, int kIndex>
@@ -312,23 +380,38 @@ void launch_index(const W4A16Args& a, bool tiles, const uint4* xp, const float* 
   if constexpr (kIndex < kW4A16MmaNumConfigs) {
     if (index != kIndex) {
       launch_index<kType, kIndex + 1>(a, tiles, xp, xsum, index, stream);
-    } else if (a.group_size % 128 == 0) {
-      launch_config<kType, kIndex, true>(a, tiles, xp, xsum, stream);
-    } else {
-      launch_config<kType, kIndex, false>(a, tiles, xp, xsum, stream);
+      return;
+    }
+    const bool after = a.group_size % 128 == 0;
+    switch (a.scale_type) {
+      case FloatType::kF32:
+        after ? launch_config<kType, FloatType::kF32, kIndex, true>(a, tiles, xp, xsum, stream)
+              : launch_config<kType, FloatType::kF32, kIndex, false>(a, tiles, xp, xsum, stream);
+        break;
+      case FloatType::kBF16:
+        after ? launch_config<kType, FloatType::kBF16, kIndex, true>(a, tiles, xp, xsum, stream)
+              : launch_config<kType, FloatType::kBF16, kIndex, false>(a, tiles, xp, xsum, stream);
+        break;
+      default:
+        after ? launch_config<kType, FloatType::kF16, kIndex, true>(a, tiles, xp, xsum, stream)
+              : launch_config<kType, FloatType::kF16, kIndex, false>(a, tiles, xp, xsum, stream);
     }
   }
 }
 
 }  // namespace
 
-int64_t w4a16_mma_x_frag_bytes(int m, int64_t k) {
-  const int64_t tokens = 8 * w4a16_mma_config(m).m_tiles;
-  return tokens * k * 2 + tokens * (k / 128) * 4;  // x in fragment order, then xsum
+int64_t w4a16_mma_x_frag_bytes(const W4A16Args& a) {
+  const W4A16MmaConfig cfg = kW4A16MmaConfigs[a.mma_config];
+  if (cfg.x != W4A16XSource::kPermuted) return 0;
+  const int64_t tokens = 8 * cfg.m_tiles;
+  return tokens * a.k * 2 + tokens * (a.k / 128) * 4;  // x in fragment order, then xsum
 }
 
-void w4a16_mma_plan_splits(W4A16Args& a, int num_sms) {
-  const W4A16MmaConfig cfg = w4a16_mma_config(a.m);
+namespace {
+// Configuration `index`'s split over K for these sizes (k_per_split, num_splits).
+void plan_splits(W4A16Args& a, int index, int num_sms) {
+  const W4A16MmaConfig cfg = kW4A16MmaConfigs[index];
   const int64_t step_k = 128 * cfg.chunks;
   const int64_t num_warps = (a.n + 16 * cfg.n_tiles - 1) / (16 * cfg.n_tiles);
   const int64_t sms = std::max(num_sms, 1);
@@ -342,14 +425,26 @@ void w4a16_mma_plan_splits(W4A16Args& a, int num_sms) {
   a.k_per_split = steps_per_split * step_k;
   a.num_splits = static_cast<int>((steps + steps_per_split - 1) / steps_per_split);
 }
+}  // namespace
+
+void w4a16_mma_plan(W4A16Args& a, int num_sms) {
+  int index = w4a16_mma_config_index(a.m);
+  plan_splits(a, index, num_sms);
+  // Shared x past a block's share (a long K range, several tokens): x permuted instead.
+  if (kW4A16MmaConfigs[index].x == W4A16XSource::kShared && shared_x_bytes(a.m, a.k_per_split) > kW4A16MmaMaxSharedX) {
+    index = w4a16_mma_permuted_config_index(a.m);
+    plan_splits(a, index, num_sms);
+  }
+  a.mma_config = index;
+}
 
 void launch_w4a16_mma(const W4A16Args& a, bool tiles, void* x_frag, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
-  const int index = w4a16_mma_config_index(a.m);
+  const int index = a.mma_config;
   const W4A16MmaConfig cfg = kW4A16MmaConfigs[index];
   const uint4* xp = nullptr;
   const float* xsum = nullptr;
-  if (cfg.permuted_x) {
+  if (cfg.x == W4A16XSource::kPermuted) {
     const int64_t tokens = 8 * cfg.m_tiles;
     uint4* frag = static_cast<uint4*>(x_frag);
     float* sums = reinterpret_cast<float*>(static_cast<char*>(x_frag) + tokens * a.k * 2);

@@ -95,7 +95,7 @@ struct WeightPairs {
   }
   // Nibbles i and i + 4 of word (permuted x).
   __device__ static uint32_t pair(uint32_t word, int i, Group gr) {
-    return M::dequant(((word >> (4 * i)) & 0x000F000Fu) | M::kMagic, gr.z2, gr.s2);
+    return M::dequant(int4_pair<kType>(word, i), gr.z2, gr.s2);
   }
   // Nibbles 2 t and 2 t + 1 (byte t) of word (direct x): lo_hi = 0x(4+t)(4+t)tt puts byte t of
   // word in byte 0 and byte t of word >> 4 (its high nibble low) in byte 2.
