@@ -75,8 +75,15 @@ __device__ __forceinline__ uint32_t load_scale(const void* scales, unsigned inde
 template <FloatType kScale>
 __device__ __forceinline__ float scale_value(uint32_t raw) {
   if constexpr (kScale == FloatType::kF32) return __uint_as_float(raw);
-  if constexpr (kScale == FloatType::kBF16) return __uint_as_float(raw << 16);
+  if constexpr (kScale == FloatType::kBF16) return bf16_bits_to_float(static_cast<uint16_t>(raw));
   return half_bits_to_float(static_cast<uint16_t>(raw));
+}
+
+// The sum of the 8 16-bit x values of v (one lane's share of a chunk sum).
+__device__ __forceinline__ float sum8(const uint4& v, FloatType type) {
+  float f[8];
+  load8(&v, type, 0, f);
+  return ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
 }
 
 template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter>
@@ -171,9 +178,7 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
         v = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.x) + token * a.x_stride + k_begin +
                                                  8 * j));
       }
-      float f[8];
-      load8(&v, a.x_type, 0, f);
-      float sum = ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
+      float sum = sum8(v, a.x_type);
 #pragma unroll
       for (int o = 1; o < 16; o *= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
       if (valid) {
@@ -345,9 +350,7 @@ __global__ void __launch_bounds__(128) w4a16_permute_x_kernel(W4A16Args a, int m
       v = *reinterpret_cast<const uint4*>(xr);
     }
     out[block * 128 + threadIdx.x] = pair_halves(v);
-    float f[8];
-    load8(&v, a.x_type, 0, f);
-    float sum = ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
+    float sum = sum8(v, a.x_type);
     sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
     sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
     if (t == 0) sums[w][g] = sum;
@@ -374,26 +377,27 @@ void launch_config(const W4A16Args& a, bool tiles, const uint4* xp, const float*
   kernel<<<grid, kThreads, shared, stream>>>(a, tiles, xp, xsum);
 }
 
+// Scales applied after the MMA where each 128-K chunk is one group.
+template <FloatType kType, FloatType kScale, int kIndex>
+void launch_scales(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, cudaStream_t stream) {
+  if (a.group_size % 128 == 0) {
+    launch_config<kType, kScale, kIndex, true>(a, tiles, xp, xsum, stream);
+  } else {
+    launch_config<kType, kScale, kIndex, false>(a, tiles, xp, xsum, stream);
+  }
+}
+
 template <FloatType kType, int kIndex>
 void launch_index(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, int index, cudaStream_t stream) {
   if constexpr (kIndex < kW4A16MmaNumConfigs) {
     if (index != kIndex) {
       launch_index<kType, kIndex + 1>(a, tiles, xp, xsum, index, stream);
-      return;
-    }
-    const bool after = a.group_size % 128 == 0;
-    switch (a.scale_type) {
-      case FloatType::kF32:
-        after ? launch_config<kType, FloatType::kF32, kIndex, true>(a, tiles, xp, xsum, stream)
-              : launch_config<kType, FloatType::kF32, kIndex, false>(a, tiles, xp, xsum, stream);
-        break;
-      case FloatType::kBF16:
-        after ? launch_config<kType, FloatType::kBF16, kIndex, true>(a, tiles, xp, xsum, stream)
-              : launch_config<kType, FloatType::kBF16, kIndex, false>(a, tiles, xp, xsum, stream);
-        break;
-      default:
-        after ? launch_config<kType, FloatType::kF16, kIndex, true>(a, tiles, xp, xsum, stream)
-              : launch_config<kType, FloatType::kF16, kIndex, false>(a, tiles, xp, xsum, stream);
+    } else if (a.scale_type == FloatType::kF32) {
+      launch_scales<kType, FloatType::kF32, kIndex>(a, tiles, xp, xsum, stream);
+    } else if (a.scale_type == FloatType::kBF16) {
+      launch_scales<kType, FloatType::kBF16, kIndex>(a, tiles, xp, xsum, stream);
+    } else {
+      launch_scales<kType, FloatType::kF16, kIndex>(a, tiles, xp, xsum, stream);
     }
   }
 }
