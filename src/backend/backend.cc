@@ -28,6 +28,11 @@ Int4Layout Backend::repack_int4(TensorView qweight) {
   return Int4Layout::kRows;
 }
 
+void Backend::rope_append_attention(const RopeKvAppendParams& append, const AttentionParams& attn) {
+  rope_kv_append(append);
+  attention(attn);
+}
+
 TensorView to_backend(Backend& backend, TensorView host, std::vector<Tensor>& keep) {
   if (backend.shares_host_memory()) return host;
   keep.emplace_back(backend.allocator(), host.dtype(), host.shape());

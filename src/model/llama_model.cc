@@ -96,7 +96,6 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   rope.slot_mapping = batch.slot_mapping;
   rope.k_cache = kv_cache.k(layer);
   rope.v_cache = kv_cache.v(layer);
-  backend_.rope_kv_append(rope);
 
   Tensor attn = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh) * hd});
   AttentionParams a;
@@ -114,7 +113,7 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   a.sliding_window = static_cast<int>(config_.sliding_window);
   a.max_query_len = batch.max_query_len;
   a.max_context_len = batch.max_context_len;
-  backend_.attention(a);
+  backend_.rope_append_attention(rope, a);  // qkv's q and k are not read after it
   observe(layer, LinearInput::kOProj, attn);
   run_linear(backend_, attn, w.o_proj, {}, out);
 }

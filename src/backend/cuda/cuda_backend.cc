@@ -110,6 +110,10 @@ void CudaBackend::gemm(const GemmParams& p) { gemm_->run(context_, p); }
 void CudaBackend::gemm_w4a16(const GemmW4A16Params& p) { cuda::gemm_w4a16(context_, *gemm_, p); }
 Int4Layout CudaBackend::repack_int4(TensorView qweight) { return cuda::repack_int4(context_, qweight); }
 void CudaBackend::attention(const AttentionParams& p) { cuda::attention(context_, p); }
+void CudaBackend::rope_append_attention(const RopeKvAppendParams& append, const AttentionParams& attn) {
+  if (cuda::fused_rope_append_attention(context_, append, attn)) return;
+  Backend::rope_append_attention(append, attn);
+}
 void CudaBackend::silu_mul(const SiluMulParams& p) { cuda::silu_mul(context_, p); }
 void CudaBackend::sample(const SampleParams& p) { cuda::sample(context_, p); }
 void CudaBackend::top_logprobs(const TopLogprobsParams& p) { cuda::top_logprobs(context_, p); }

@@ -51,6 +51,7 @@ class CudaBackend final : public Backend {
   void gemm_w4a16(const GemmW4A16Params& p) override;
   Int4Layout repack_int4(TensorView qweight) override;
   void attention(const AttentionParams& p) override;
+  void rope_append_attention(const RopeKvAppendParams& append, const AttentionParams& attn) override;
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;
   void top_logprobs(const TopLogprobsParams& p) override;

@@ -18,6 +18,7 @@
 
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
@@ -57,19 +58,6 @@ inline AttentionTiling attention_tiling(const AttentionArgs& a, int rows_per_blo
   const int max_query = a.max_query_len > 0 ? a.max_query_len : a.num_tokens;
   t.num_query_tiles = (max_query + t.tokens_per_block - 1) / t.tokens_per_block;
   return t;
-}
-
-__device__ __forceinline__ float attention_warp_max(float value) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    value = fmaxf(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
-  return value;
-}
-
-__device__ __forceinline__ float attention_warp_sum(float value) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
-  return value;
 }
 
 template <int kHeadDim>
@@ -204,14 +192,14 @@ attention_kernel(AttentionArgs a, AttentionTiling tiling) {
       const int first_key = a.sliding_window > 0 ? row_position[i] - a.sliding_window + 1 : 0;
       const bool visible = row_valid[i] && j < key_end && j <= row_position[i] && j >= first_key;
       const float s = visible ? score[i] * a.scale : -INFINITY;
-      const float m_new = fmaxf(m[i], attention_warp_max(s));
+      const float m_new = fmaxf(m[i], warp_max(s));
       float p = 0.0f;
       float alpha = 1.0f;
       if (m_new != -INFINITY) {  // uniform: m_new is the same in every lane
         alpha = expf(m[i] - m_new);  // m[i] == -inf gives 0: nothing accumulated yet
         p = expf(s - m_new);
       }
-      l[i] = l[i] * alpha + attention_warp_sum(p);
+      l[i] = l[i] * alpha + warp_sum(p);
       m[i] = m_new;
 #pragma unroll
       for (int c = 0; c < kDimsPerLane; ++c) acc[i][c] *= alpha;

@@ -32,6 +32,11 @@ __device__ __forceinline__ uint16_t float_to_bits(float value, FloatType type) {
   return type == FloatType::kF16 ? float_to_half_bits(value) : float_to_bf16_bits(value);
 }
 
+// value as stored in type and read back (what the next reader of a rounded tensor sees).
+__device__ __forceinline__ float round_to(float value, FloatType type) {
+  return type == FloatType::kF32 ? value : bits_to_float(float_to_bits(value, type), type);
+}
+
 // Element i of base (an array of type) as fp32.
 __device__ __forceinline__ float load_one(const void* base, FloatType type, int64_t i) {
   if (type == FloatType::kF32) return static_cast<const float*>(base)[i];

@@ -1,7 +1,7 @@
 // Device helpers shared by the tensor-core attention kernels (decode_attention/,
 // prefill_attention/): mma.sync m16n8k16 for bf16 / f16 with fp32 accumulators, rounding of
 // softmax weights to the KV dtype, cp.async 16-byte copies with zero fill, ldmatrix, the
-// XOR-swizzled row layout of K / V / Q tiles in shared memory, and quad reductions.
+// XOR-swizzled row layout of K / V / Q tiles in shared memory, and quad and warp reductions.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +100,22 @@ __device__ __forceinline__ float quad_max(float v) {
 __device__ __forceinline__ float quad_sum(float v) {
   v += __shfl_xor_sync(0xFFFFFFFFu, v, 1);
   return v + __shfl_xor_sync(0xFFFFFFFFu, v, 2);
+}
+// atomicAdd with acquire-release semantics at GPU scope; returns the old value.
+__device__ __forceinline__ int atomic_add_acq_rel(int* address, int value) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(address), "r"(value) : "memory");
+  return old;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+  return v;
 }
 
 }  // namespace brisk::cuda

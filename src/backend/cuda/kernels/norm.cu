@@ -15,11 +15,6 @@ constexpr int kNormThreads = 256;
 constexpr int kRopeThreads = 128;
 constexpr int kMaxRopePairsPerLane = 8;  // head_dim <= 2 * 32 * 8 = 512
 
-// value as stored in type and read back (what the next reader of a rounded tensor sees).
-__device__ __forceinline__ float round_to(float value, FloatType type) {
-  return type == FloatType::kF32 ? value : bits_to_float(float_to_bits(value, type), type);
-}
-
 // Pass 1 adds the residual (storing it rounded, then using the rounded value as the CPU
 // reference does) and sums squares; pass 2 re-reads the row (each thread its own elements,
 // which it wrote itself, so no barrier is needed for them) and writes the normalised output.

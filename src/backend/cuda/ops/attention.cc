@@ -10,6 +10,7 @@
 // maximum. The decode kernel reads query_start, context_lens and block_tables before its
 // programmatic-dependent wait (to start streaming K / V sooner): they must not be written by the
 // kernel launched just before the op (the engine writes them with host copies).
+// fused_rope_append_attention runs rope_kv_append (without q / k norms) inside the decode kernel.
 #include <bit>
 #include <limits>
 
@@ -117,9 +118,12 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
               dtype_name(p.k_cache.dtype()), a.head_dim);
 }
 
-void decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
+// rope: the fused RoPE and KV append (none: q and the cache are ready).
+void decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g,
+                      const DecodeRopeAppend& rope = {}) {
   DecodeAttentionArgs a;
   static_cast<PagedAttentionArgs&>(a) = paged_args(g);
+  a.rope = rope;
   a.out_vectorized = rows_vectorizable(p.out);
   a.num_row_chunks = decode_attention_row_chunks(g.num_heads / g.num_kv_heads, g.max_query_len);
   BRISK_CHECK(int64_t{a.num_kv_heads} * a.num_row_chunks <= 65535,
@@ -141,9 +145,7 @@ void decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
               dtype_name(p.k_cache.dtype()), a.head_dim);
 }
 
-}  // namespace
-
-void attention(const OpContext& ctx, const AttentionParams& p) {
+AttentionArgs attention_args(const AttentionParams& p) {
   check_views(p);
   AttentionArgs a;
   a.q = p.q.data();
@@ -171,6 +173,13 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
   a.sliding_window = p.sliding_window;
   a.max_query_len = p.max_query_len > 0 ? p.max_query_len : a.num_tokens;
   a.max_context_len = p.max_context_len;
+  return a;
+}
+
+}  // namespace
+
+void attention(const OpContext& ctx, const AttentionParams& p) {
+  AttentionArgs a = attention_args(p);
   if (a.num_tokens == 0 || a.num_seqs == 0) return;
   if (use_decode_kernel(a)) {
     decode_attention(ctx, p, a);
@@ -187,6 +196,31 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
   a.partial_acc = workspace.acc();
   a.partial_ml = workspace.ml();
   launch_attention(a, ctx.stream);
+}
+
+bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams& r, const AttentionParams& p) {
+  check_op_params(r, Device::kCuda);
+  const AttentionArgs a = attention_args(p);
+  const bool fits = use_decode_kernel(a) && r.q_norm.empty() && r.k_norm.empty() && r.qkv.data() == p.q.data() &&
+                    r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() && r.qkv.size(0) == p.q.size(0) &&
+                    r.k_cache.data() == p.k_cache.data() && r.v_cache.data() == p.v_cache.data() &&
+                    r.num_heads == p.num_heads && r.num_kv_heads == p.num_kv_heads && r.head_dim == p.head_dim;
+  if (!fits) return false;
+  if (a.num_tokens == 0 || a.num_seqs == 0) return true;
+  DecodeRopeAppend rope;
+  rope.qkv = r.qkv.data();
+  rope.qkv_stride = r.qkv.stride(0);
+  rope.qkv_type = float_type(r.qkv.dtype());
+  rope.positions = r.positions.data_as<const int32_t>();
+  rope.cos_sin = r.cos_sin.data_as<const float>();
+  rope.cos_sin_stride = r.cos_sin.stride(0);
+  rope.num_positions = r.cos_sin.size(0);
+  rope.slot_mapping = r.slot_mapping.data_as<const int32_t>();
+  rope.num_slots = r.k_cache.size(0) * r.k_cache.size(2);
+  rope.k_cache = r.k_cache.data();
+  rope.v_cache = r.v_cache.data();
+  decode_attention(ctx, p, a, rope);
+  return true;
 }
 
 }  // namespace brisk::cuda

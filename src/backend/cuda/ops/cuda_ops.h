@@ -31,6 +31,9 @@ void embedding(const OpContext& ctx, const EmbeddingParams& p);
 void rms_norm(const OpContext& ctx, const RmsNormParams& p);
 void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
 void attention(const OpContext& ctx, const AttentionParams& p);
+// rope_kv_append then attention as one decode kernel launch when the pair fits it (decode
+// batches, no q / k norms, attn.q the q columns of append.qkv); false, launching nothing, when not.
+bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams& append, const AttentionParams& attn);
 // Int4 weights; large M dequantizes and multiplies through `dense` (see gemm_w4a16.cc).
 void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& p);
 // Backend::repack_int4: brisk's row layout to Int4Layout::kTiles16 in place, where N % 16 == 0

@@ -20,6 +20,12 @@
 // loaded one tile ahead, so issuing copies never waits on them; tiles start at multiples of the
 // tile size, so with block size 16 each warp's 16 keys are one contiguous 16 x head_dim block.
 //
+// Fused RoPE and KV append (DecodeRopeAppend, when the caller passes the raw qkv): q rows are
+// rotated as they load, and a block whose keys include the new tokens writes their rotated K and
+// V into the cache before copying the tiles that hold them (before its fill only where the fill
+// holds them). It replaces a separate rope_kv_append launch per layer: H200, Llama-3-8B shape,
+// batch 1 decode 203-205 -> 207-208 tokens/s.
+//
 // Epilogue: the warps' (max, sum, O) merge through shared memory; with one split the block
 // writes normalised rows to out, else unnormalised fp32 partials + (max, sum), and the last
 // split block of the (sequence, kv head, row chunk) to finish merges them all into out
@@ -33,6 +39,7 @@
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
@@ -78,69 +85,184 @@ struct DecodeConfig {
 
 // The exact merge of the split blocks' online-softmax states for the block's rows: out =
 // sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M = max m_s (an empty split has m = -inf,
-// acc = 0). Each thread takes 4 head dims of a row and folds the splits in split order, 16 at a
-// time: their (max, sum) and acc loads in flight together, then one rescale of the running state
-// per batch and independent weights within it. The order is fixed, so the result does not depend
-// on which block merges. Partials are read through L2 (other blocks wrote them).
-template <int kHeadDim, int kThreads>
+// acc = 0). The merge is on the grid's critical path (the last block of an item starts it when
+// every other block is done): the accumulators of as many splits as the buffer holds come into
+// shared memory with bulk copies (one per split and token of the rows: the rows of one token are
+// adjacent heads, contiguous in the partials) while the (max, sum) pairs are read and turned into
+// one weight per (row, split); then each thread sums its 4 head dims of a row over the splits, in
+// split order, so the result does not depend on which block merges. On the H200 (1 x 32768, 32 /
+// 8 heads, 32 splits) the merge's part of a 39.4 us call was 3.5 us with every thread fencing
+// before the count and again after it, 2.3 with the handshake below (thread 0's acquire-release
+// count); bulk copies and 16-byte cp.async ran the same, the bulk copies take fewer instructions.
+// The buffer is the block's free pipeline ring: weights [16][kDecodeMaxSplits] floats, the
+// copies' mbarrier, then the accumulators.
+template <int kHeadDim, int kThreads, int kBufferBytes>
 __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
-                                             int kv_head) {
+                                             int kv_head, uint8_t* buffer) {
   constexpr int kQuads = kHeadDim / 4;
-  constexpr int kBatch = 16;
+  constexpr int kWeightBytes = kDecodeRowsPerBlock * kDecodeMaxSplits * 4;
+  constexpr int kAccOffset = kWeightBytes + 128;
+  static_assert(kBufferBytes >= kAccOffset + kDecodeRowsPerBlock * kHeadDim * 4);
   const int group = a.num_heads / a.num_kv_heads;
   const int num_splits = a.num_splits;
   const int64_t num_items = int64_t{a.num_tokens} * a.num_heads;
-  const int64_t split_stride = num_items * kHeadDim / 4;  // in float4
-  for (int e = threadIdx.x; e < num_rows * kQuads; e += kThreads) {
-    const int r = e / kQuads;
-    const int q4 = e % kQuads;
+  float* weight_s = reinterpret_cast<float*>(buffer);  // [16][kDecodeMaxSplits]
+  const uint32_t bar = shared_address(buffer + kWeightBytes);
+  float4* acc_s = reinterpret_cast<float4*>(buffer + kAccOffset);  // [splits of a batch][rows][quads]
+  const int num_quads = num_rows * kQuads;
+  const int batch = (kBufferBytes - kAccOffset) / (num_quads * 16);
+  auto item_of = [&](int r) {
     const int64_t token = q_begin + (row0 + r) / group;
     const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-    const int64_t item = token * a.num_heads + head;
-    const float2* ml_src = reinterpret_cast<const float2*>(a.partial_ml) + item;
-    const float4* acc_src = reinterpret_cast<const float4*>(a.partial_acc + item * kHeadDim) + q4;
-    float m = -INFINITY;  // running max, sum and acc over the splits folded so far
-    float l = 0.0f;
-    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s0 = 0; s0 < num_splits; s0 += kBatch) {
-      float2 ml[kBatch];
-      float4 x[kBatch];
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        ml[j] = make_float2(-INFINITY, 0.0f);
-        x[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (s0 + j < num_splits) {
-          ml[j] = __ldcg(ml_src + (s0 + j) * num_items);
-          x[j] = __ldcg(acc_src + (s0 + j) * split_stride);
-        }
-      }
-      float m_new = m;
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) m_new = fmaxf(m_new, ml[j].x);
-      if (m_new == -INFINITY) continue;  // nothing visible yet
-      const float alpha = exp2f(m - m_new);  // 0 while m = -inf
-      l *= alpha;
-      o.x *= alpha;
-      o.y *= alpha;
-      o.z *= alpha;
-      o.w *= alpha;
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        const float w = exp2f(ml[j].x - m_new);  // 0 for an empty split
-        l += ml[j].y * w;
-        o.x += x[j].x * w;
-        o.y += x[j].y * w;
-        o.z += x[j].z * w;
-        o.w += x[j].w * w;
-      }
-      m = m_new;
+    return token * a.num_heads + head;
+  };
+  // Row runs of one token: rows [run_begin(j), run_begin(j + 1)) for j < num_runs.
+  const int first_token = row0 / group;
+  const int num_runs = (row0 + num_rows - 1) / group - first_token + 1;
+  auto run_begin = [&](int j) { return min(num_rows, max(0, (first_token + j) * group - row0)); };
+  auto copy_batch = [&](int s0) {
+    const int count = min(batch, num_splits - s0);
+    if (threadIdx.x == 0) hopper::mbarrier_arrive_expect_tx(bar, count * num_quads * 16);
+    for (int e = threadIdx.x; e < count * num_runs; e += kThreads) {
+      const int s = e / num_runs;
+      const int r0 = run_begin(e % num_runs);
+      const int r1 = run_begin(e % num_runs + 1);
+      hopper::bulk_load(shared_address(acc_s + s * num_quads + r0 * kQuads),
+                        a.partial_acc + ((s0 + s) * num_items + item_of(r0)) * kHeadDim, (r1 - r0) * kHeadDim * 4,
+                        bar);
     }
-    const float inv_sum = l > 0.0f ? 1.0f / l : 0.0f;
-    const int64_t index = token * a.out_stride + head * kHeadDim + q4 * 4;
-    store_one(a.out, a.out_type, index, o.x * inv_sum);
-    store_one(a.out, a.out_type, index + 1, o.y * inv_sum);
-    store_one(a.out, a.out_type, index + 2, o.z * inv_sum);
-    store_one(a.out, a.out_type, index + 3, o.w * inv_sum);
+  };
+  if (threadIdx.x == 0) {
+    hopper::mbarrier_init(bar, 1);
+    hopper::mbarrier_init_fence();
+  }
+  // Order the other blocks' partials (acquired above) and this block's earlier use of the buffer
+  // before the bulk copies.
+  hopper::fence_proxy_async_global();
+  hopper::fence_proxy_async();
+  __syncthreads();  // the barrier is initialised
+  copy_batch(0);
+
+  // Weights: 2^(m_s - M) / sum_s l_s 2^(m_s - M) per row, a warp per row.
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  constexpr int kSplitsPerLane = kDecodeMaxSplits / 32;
+  for (int r = warp; r < num_rows; r += kThreads / 32) {
+    const float2* ml = reinterpret_cast<const float2*>(a.partial_ml) + item_of(r);
+    float2 v[kSplitsPerLane];
+    float row_max = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kSplitsPerLane; ++i) {
+      const int s = lane + 32 * i;
+      v[i] = s < num_splits ? __ldcg(ml + s * num_items) : make_float2(-INFINITY, 0.0f);
+      row_max = fmaxf(row_max, v[i].x);
+    }
+    row_max = warp_max(row_max);
+    float row_sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kSplitsPerLane; ++i) {
+      v[i].x = v[i].x == -INFINITY ? 0.0f : exp2f(v[i].x - row_max);  // an empty split weighs 0
+      row_sum += v[i].y * v[i].x;
+    }
+    row_sum = warp_sum(row_sum);
+    const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kSplitsPerLane; ++i) {
+      if (lane + 32 * i < num_splits) weight_s[r * kDecodeMaxSplits + lane + 32 * i] = v[i].x * inv_sum;
+    }
+  }
+
+  // Each thread: its (row, 4 head dims) items rq = tid + i * kThreads < num_quads, summed over
+  // the splits in order, a batch at a time.
+  constexpr int kItemsPerThread = (kDecodeRowsPerBlock * kQuads + kThreads - 1) / kThreads;
+  float4 o[kItemsPerThread];
+#pragma unroll
+  for (int i = 0; i < kItemsPerThread; ++i) o[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int s0 = 0, parity = 0; s0 < num_splits; s0 += batch, parity ^= 1) {
+    hopper::mbarrier_wait(bar, parity);
+    __syncthreads();  // the weights are in shared memory
+    const int count = min(batch, num_splits - s0);
+#pragma unroll
+    for (int i = 0; i < kItemsPerThread; ++i) {
+      const int rq = static_cast<int>(threadIdx.x) + i * kThreads;
+      if (rq >= num_quads) break;
+      const float* w = weight_s + rq / kQuads * kDecodeMaxSplits + s0;
+#pragma unroll 8
+      for (int s = 0; s < count; ++s) {
+        const float4 x = acc_s[s * num_quads + rq];
+        o[i].x += x.x * w[s];
+        o[i].y += x.y * w[s];
+        o[i].z += x.z * w[s];
+        o[i].w += x.w * w[s];
+      }
+    }
+    if (s0 + batch < num_splits) {
+      __syncthreads();  // everyone is done with the batch
+      copy_batch(s0 + batch);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kItemsPerThread; ++i) {
+    const int rq = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (rq >= num_quads) break;
+    const int r = rq / kQuads;
+    const int64_t token = q_begin + (row0 + r) / group;
+    const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
+    const int64_t index = token * a.out_stride + head * kHeadDim + rq % kQuads * 4;
+    store_one(a.out, a.out_type, index, o[i].x);
+    store_one(a.out, a.out_type, index + 1, o[i].y);
+    store_one(a.out, a.out_type, index + 2, o[i].z);
+    store_one(a.out, a.out_type, index + 3, o[i].w);
+  }
+}
+
+// The fused append (DecodeRopeAppend): the K (rotated) and V of the sequence's new tokens for
+// this kv head into the cache, computed and rounded as rope_kv_append does.
+template <int kHeadDim, int kThreads>
+__device__ __forceinline__ void append_new_kv(const DecodeAttentionArgs& a, int q_begin, int q_len, int kv_head) {
+  constexpr int kHalf = kHeadDim / 2;
+  const DecodeRopeAppend& r = a.rope;
+  const int64_t k_col = int64_t{a.num_heads + kv_head} * kHeadDim;
+  const int64_t v_col = int64_t{a.num_heads + a.num_kv_heads + kv_head} * kHeadDim;
+  const int block_mask = (1 << a.block_size_log2) - 1;
+  for (int e = threadIdx.x; e < q_len * kHalf; e += kThreads) {
+    const int token = q_begin + e / kHalf;
+    const int i = e % kHalf;
+    const int position = r.positions[token];
+    const int slot = r.slot_mapping[token];
+    if (position < 0 || position >= r.num_positions || slot < 0 || slot >= r.num_slots) continue;
+    const int64_t cache = (((int64_t{slot >> a.block_size_log2} * a.num_kv_heads + kv_head) << a.block_size_log2) +
+                           (slot & block_mask)) * kHeadDim + i;
+    const int64_t row = int64_t{token} * r.qkv_stride;
+    const float* cos = r.cos_sin + position * r.cos_sin_stride;
+    const float k1 = load_one(r.qkv, r.qkv_type, row + k_col + i);
+    const float k2 = load_one(r.qkv, r.qkv_type, row + k_col + kHalf + i);
+    // Separately rounded products, as the CPU reference computes them (no FMA contraction).
+    store_one(r.k_cache, a.kv_type, cache, __fsub_rn(__fmul_rn(k1, cos[i]), __fmul_rn(k2, cos[kHalf + i])));
+    store_one(r.k_cache, a.kv_type, cache + kHalf, __fadd_rn(__fmul_rn(k2, cos[i]), __fmul_rn(k1, cos[kHalf + i])));
+    store_one(r.v_cache, a.kv_type, cache, load_one(r.qkv, r.qkv_type, row + v_col + i));
+    store_one(r.v_cache, a.kv_type, cache + kHalf, load_one(r.qkv, r.qkv_type, row + v_col + kHalf + i));
+  }
+}
+
+// The fused RoPE of 8 q values v = q[base, base + 8) of a token, chunk c of its head (the partner
+// half's values read alongside), rounded to the qkv dtype as rope_kv_append stores them.
+template <int kHeadDim>
+__device__ __forceinline__ void rotate_q(const DecodeAttentionArgs& a, int64_t token, int64_t base, int c,
+                                         float (&v)[8]) {
+  constexpr int kHalf = kHeadDim / 2;
+  const int position = a.rope.positions[token];
+  if (position < 0 || position >= a.rope.num_positions) return;
+  const bool first = c * 8 < kHalf;
+  const int64_t partner = first ? base + kHalf : base - kHalf;
+  const float* cos = a.rope.cos_sin + position * a.rope.cos_sin_stride + (c * 8) % kHalf;
+  const float* sin = cos + kHalf;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const float p = load_one(a.q, a.q_type, partner + j);
+    const float y = first ? __fsub_rn(__fmul_rn(v[j], cos[j]), __fmul_rn(p, sin[j]))
+                          : __fadd_rn(__fmul_rn(v[j], cos[j]), __fmul_rn(p, sin[j]));
+    v[j] = round_to(y, a.rope.qkv_type);
   }
 }
 
@@ -202,6 +324,17 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   pdl_wait();
   pdl_release();
 
+  // The fused append: a block whose keys include new tokens writes them before its copies of the
+  // tiles that hold them are issued: before the fill when it holds them, else after it (the main
+  // loop's first barrier orders the writes before the later tiles' copies).
+  const int tiles_key_end = split_key0 + num_tiles * kTileKeys;
+  const bool appends = a.rope.qkv != nullptr && num_tiles > 0 && tiles_key_end > context_len - q_len;
+  const bool append_first = appends && max(context_len - q_len - split_key0, 0) / kTileKeys < kStages - 1;
+  if (append_first) {
+    append_new_kv<kHeadDim, kThreads>(a, q_begin, q_len, kv_head);
+    __syncthreads();
+  }
+
   // q rows (rows past num_rows are zeros). In a single wave every block issues its fill at once,
   // and loads queue in issue order: behind that burst q would hold the first tile's math back by
   // all of it (H200, 8 x 4096 with q after the fill: 3-5 us from the wait to the first tile of a
@@ -223,6 +356,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
       const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
 #pragma unroll
       for (int j = 0; j < 8; ++j) q_vals[i][j] = load_one(a.q, a.q_type, base + j);
+      if (a.rope.qkv != nullptr) rotate_q<kHeadDim>(a, token, base, c, q_vals[i]);
     }
   }
   asm volatile("" ::: "memory");  // the q loads are issued here, ahead of a single wave's fill
@@ -263,7 +397,8 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
 #pragma unroll
   for (int n = 0; n < kHeadDim / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 
-  __syncthreads();  // q_s is written
+  if (appends && !append_first) append_new_kv<kHeadDim, kThreads>(a, q_begin, q_len, kv_head);
+  __syncthreads();  // q_s is written (and the new keys, for the tiles issued from here on)
   // A fragments of q for k-step kk (16 head dims). Kept in registers up to head_dim 128; at 256
   // they would push O's 128 accumulators into spills, so they are re-read from q_s per tile.
   auto load_q_frag = [&](uint32_t (&frag)[4], int kk) {
@@ -431,18 +566,17 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   }
   if (a.num_splits == 1) return;
 
-  // Split-KV: the last of the item's split blocks to get here merges the partials (the classic
-  // fence + counter handshake: each block's writes are fenced before its count, the last block
-  // fences again before reading them through L2).
+  // Split-KV: the last of the item's split blocks to get here merges the partials. Thread 0
+  // counts the block in with an acquire-release atomic once every thread's partials are written
+  // (the barrier orders them before it): release publishes them, and in the last block acquire
+  // makes every other block's visible, to all its threads through the barrier that follows.
   __shared__ int is_last_s;
   const int64_t counter = (int64_t{seq} * a.num_kv_heads + kv_head) * a.num_row_chunks + chunk;
-  __threadfence();
-  __syncthreads();  // every thread's partials are written and fenced; reduce_s is read
-  if (tid == 0) is_last_s = atomicAdd(&a.merge_counters[counter], 1) == a.num_splits - 1;
+  __syncthreads();  // every thread's partials are written; reduce_s is read
+  if (tid == 0) is_last_s = atomic_add_acq_rel(&a.merge_counters[counter], 1) == a.num_splits - 1;
   __syncthreads();
   if (!is_last_s) return;
-  __threadfence();
-  merge_splits<kHeadDim, kThreads>(a, q_begin, row0, num_rows, kv_head);
+  merge_splits<kHeadDim, kThreads, Config::kRingBytes>(a, q_begin, row0, num_rows, kv_head, ring_s);
   if (tid == 0) a.merge_counters[counter] = 0;  // ready for the next launch (stream-ordered after this grid)
 }
 
