@@ -184,8 +184,8 @@ class Backend {
   virtual void attention(const AttentionParams& p) = 0;
   // rope_kv_append(append), then attention(attn) on the rotated q: attn.q must be the q columns
   // of append.qkv and attn's caches append's. A backend may fuse the two (the CUDA backend does for
-  // batches of its decode kernel without q / k norms), in which case append.qkv keeps its q and k
-  // unrotated: read neither afterwards. The default runs the two ops.
+  // batches of its decode kernel without q / k norms, where that pays), in which case append.qkv
+  // keeps its q and k unrotated: read neither afterwards. The default runs the two ops.
   virtual void rope_append_attention(const RopeKvAppendParams& append, const AttentionParams& attn);
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void sample(const SampleParams& p) = 0;

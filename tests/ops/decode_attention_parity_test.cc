@@ -114,17 +114,49 @@ INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16
                          [](const auto& info) { return dtype_str(info.param); });
 
 // One benchmark shape: num_seqs x context_len, query length 1, bf16, head_dim 128, block size 16,
-// blocks of each sequence in a random order. Bandwidth counts the K and V bytes read once.
+// blocks of each sequence in a random order. Bandwidth counts the K and V bytes read once. Timed as
+// the attention op alone over a cache already written ("decode_attention", what the peers do), and
+// as the engine's decode layers run it, with RoPE and the new token's KV append
+// (rope_append_attention, fused where that pays; "decode_attention_fused").
 void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads) {
-  constexpr int kHeadDim = 128;
+  constexpr int kHeadDim = 128, kBlockSize = 16;
   DeviceAttentionBatch batch = make_device_attention_batch(std::vector<Seq>(num_seqs, {1, context_len}), num_heads,
-                                                           num_kv_heads, kHeadDim, 16);
+                                                           num_kv_heads, kHeadDim, kBlockSize);
+  const Tensor tables = to_host(batch.block_tables);
+  const int64_t max_blocks = tables.shape()[1];
+  std::vector<int32_t> positions(num_seqs, context_len - 1), slots(num_seqs);
+  for (int s = 0; s < num_seqs; ++s) {
+    const int32_t last = context_len - 1;
+    slots[s] = tables.data_as<const int32_t>()[s * max_blocks + last / kBlockSize] * kBlockSize + last % kBlockSize;
+  }
+  std::vector<float> cos_sin(int64_t{context_len} * kHeadDim);
+  for (int p = 0; p < context_len; ++p) {
+    for (int i = 0; i < kHeadDim / 2; ++i) {
+      const double angle = p * std::pow(500000.0, -2.0 * i / kHeadDim);
+      cos_sin[int64_t{p} * kHeadDim + i] = static_cast<float>(std::cos(angle));
+      cos_sin[int64_t{p} * kHeadDim + kHeadDim / 2 + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  const Tensor positions_d = to_device(TensorView(positions.data(), DType::kI32, {num_seqs}));
+  const Tensor slots_d = to_device(TensorView(slots.data(), DType::kI32, {num_seqs}));
+  const Tensor cos_sin_d = to_device(TensorView(cos_sin.data(), DType::kF32, {context_len, kHeadDim}));
+  RopeKvAppendParams rope;
+  rope.qkv = batch.qkv;
+  rope.positions = positions_d;
+  rope.cos_sin = cos_sin_d;
+  rope.num_heads = num_heads;
+  rope.num_kv_heads = num_kv_heads;
+  rope.head_dim = kHeadDim;
+  rope.slot_mapping = slots_d;
+  rope.k_cache = batch.k_cache;
+  rope.v_cache = batch.v_cache;
   const double kv_bytes = double(num_seqs) * context_len * num_kv_heads * kHeadDim * 2 * 2;
   const double flops = 4.0 * num_seqs * num_heads * kHeadDim * context_len;
-  report_perf("decode_attention",
-              "bf16 B " + std::to_string(num_seqs) + " ctx " + std::to_string(context_len) + " " +
-                  std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " hd 128",
-              kv_bytes, flops, [&] { cuda_backend().attention(batch.params); }, 50);
+  const std::string shape = "bf16 B " + std::to_string(num_seqs) + " ctx " + std::to_string(context_len) + " " +
+                            std::to_string(num_heads) + "/" + std::to_string(num_kv_heads) + " hd 128";
+  report_perf("decode_attention", shape, kv_bytes, flops, [&] { cuda_backend().attention(batch.params); }, 50);
+  report_perf("decode_attention_fused", shape, kv_bytes, flops,
+              [&] { cuda_backend().rope_append_attention(rope, batch.params); }, 50);
 }
 
 // The five shapes of issue #7; bench/attention_peers.py times cuDNN and FlashAttention-2 on the

@@ -118,8 +118,9 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
               dtype_name(p.k_cache.dtype()), a.head_dim);
 }
 
-// rope: the fused RoPE and KV append (none: q and the cache are ready).
-void decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g,
+// rope: the fused RoPE and KV append (none: q and the cache are ready). Returns false, launching
+// nothing, when the append would not pay (decode_attention_fuses_append).
+bool decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g,
                       const DecodeRopeAppend& rope = {}) {
   DecodeAttentionArgs a;
   static_cast<PagedAttentionArgs&>(a) = paged_args(g);
@@ -134,6 +135,7 @@ void decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
   // One merge counter per (sequence, kv head, row chunk); grids that would need more than a pool
   // holds have thousands of blocks, where the cost model does not split anyway.
   if (int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks > kDecodeMergeCounters) a.num_splits = 1;
+  if (rope.qkv != nullptr && !decode_attention_fuses_append(a)) return false;
   // Freed on return: reuse of the memory is stream-ordered after the kernels.
   SplitWorkspace workspace(ctx, a.num_splits, a.num_tokens, a.num_heads, a.head_dim);
   a.partial_acc = workspace.acc();
@@ -143,6 +145,7 @@ void decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
   BRISK_CHECK(launch_decode_attention(a, ctx.stream),
               "attention: the decode kernel table has no entry for kv dtype {} and head_dim {}",
               dtype_name(p.k_cache.dtype()), a.head_dim);
+  return true;
 }
 
 AttentionArgs attention_args(const AttentionParams& p) {
@@ -219,8 +222,7 @@ bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams&
   rope.num_slots = r.k_cache.size(0) * r.k_cache.size(2);
   rope.k_cache = r.k_cache.data();
   rope.v_cache = r.v_cache.data();
-  decode_attention(ctx, p, a, rope);
-  return true;
+  return decode_attention(ctx, p, a, rope);
 }
 
 }  // namespace brisk::cuda

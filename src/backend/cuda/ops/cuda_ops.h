@@ -32,7 +32,8 @@ void rms_norm(const OpContext& ctx, const RmsNormParams& p);
 void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
 void attention(const OpContext& ctx, const AttentionParams& p);
 // rope_kv_append then attention as one decode kernel launch when the pair fits it (decode
-// batches, no q / k norms, attn.q the q columns of append.qkv); false, launching nothing, when not.
+// batches, no q / k norms, attn.q the q columns of append.qkv) and fusing pays
+// (decode_attention_fuses_append); false, launching nothing, when not.
 bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams& append, const AttentionParams& attn);
 // Int4 weights; large M dequantizes and multiplies through `dense` (see gemm_w4a16.cc).
 void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& p);

@@ -114,6 +114,10 @@ bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms) {
   return blocks <= int64_t{num_sms} * shape.blocks_per_sm;
 }
 
+bool decode_attention_fuses_append(const DecodeAttentionArgs& a) {
+  return a.num_splits > 1 || a.max_context_len > 1024;
+}
+
 bool launch_decode_attention(const DecodeAttentionArgs& a, cudaStream_t stream) {
   const decode::TableEntry* entry = decode::find_entry(a.kv_type, a.head_dim, a.max_context_len);
   if (entry == nullptr) return false;

@@ -9,7 +9,8 @@
 // layout, the block table and an L2 prefetch of the split's first keys are issued before the
 // programmatic-dependent wait, so they overlap the previous kernel's tail; after it, in a single
 // wave, q is loaded before the pipeline fill, so its loads do not queue behind the burst of
-// every block's fill.
+// every block's fill. With the fused append (below) the fill itself goes before the wait unless it
+// holds new keys.
 //
 // Mainloop (kWarps warps): key tiles of 16 kWarps keys (K and V, 16-byte cp.async with zero
 // fill, rows XOR-swizzled for conflict-free ldmatrix) stream through a kStages-deep
@@ -217,42 +218,80 @@ __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q
 }
 
 // The fused append (DecodeRopeAppend): the K (rotated) and V of the sequence's new tokens for
-// this kv head into the cache, computed and rounded as rope_kv_append does.
+// this kv head into the cache, computed and rounded as rope_kv_append does. Thread tid takes the
+// elements e = tid + j kThreads of the q_len x head_dim / 2 rotation pairs, in three steps so that
+// no step waits on another's loads: prepare (positions and slots: host-written, read before the
+// programmatic-dependent wait), load (qkv and the cos / sin, after it), store.
 template <int kHeadDim, int kThreads>
-__device__ __forceinline__ void append_new_kv(const DecodeAttentionArgs& a, int q_begin, int q_len, int kv_head) {
-  constexpr int kHalf = kHeadDim / 2;
-  const DecodeRopeAppend& r = a.rope;
-  const int64_t k_col = int64_t{a.num_heads + kv_head} * kHeadDim;
-  const int64_t v_col = int64_t{a.num_heads + a.num_kv_heads + kv_head} * kHeadDim;
-  const int block_mask = (1 << a.block_size_log2) - 1;
-  for (int e = threadIdx.x; e < q_len * kHalf; e += kThreads) {
-    const int token = q_begin + e / kHalf;
-    const int i = e % kHalf;
-    const int position = r.positions[token];
-    const int slot = r.slot_mapping[token];
-    if (position < 0 || position >= r.num_positions || slot < 0 || slot >= r.num_slots) continue;
-    const int64_t cache = (((int64_t{slot >> a.block_size_log2} * a.num_kv_heads + kv_head) << a.block_size_log2) +
-                           (slot & block_mask)) * kHeadDim + i;
-    const int64_t row = int64_t{token} * r.qkv_stride;
-    const float* cos = r.cos_sin + position * r.cos_sin_stride;
-    const float k1 = load_one(r.qkv, r.qkv_type, row + k_col + i);
-    const float k2 = load_one(r.qkv, r.qkv_type, row + k_col + kHalf + i);
-    // Separately rounded products, as the CPU reference computes them (no FMA contraction).
-    store_one(r.k_cache, a.kv_type, cache, __fsub_rn(__fmul_rn(k1, cos[i]), __fmul_rn(k2, cos[kHalf + i])));
-    store_one(r.k_cache, a.kv_type, cache + kHalf, __fadd_rn(__fmul_rn(k2, cos[i]), __fmul_rn(k1, cos[kHalf + i])));
-    store_one(r.v_cache, a.kv_type, cache, load_one(r.qkv, r.qkv_type, row + v_col + i));
-    store_one(r.v_cache, a.kv_type, cache + kHalf, load_one(r.qkv, r.qkv_type, row + v_col + kHalf + i));
-  }
-}
+struct NewKv {
+  static constexpr int kHalf = kHeadDim / 2;
+  static constexpr int kPerThread = (kDecodeMaxQueryLen * kHalf + kThreads - 1) / kThreads;
+  int position[kPerThread];  // -1: no write
+  int slot[kPerThread];
+  float k1[kPerThread], k2[kPerThread], v1[kPerThread], v2[kPerThread], cos[kPerThread], sin[kPerThread];
 
-// The fused RoPE of 8 q values v = q[base, base + 8) of a token, chunk c of its head (the partner
-// half's values read alongside), rounded to the qkv dtype as rope_kv_append stores them.
+  __device__ __forceinline__ void prepare(const DecodeAttentionArgs& a, int q_begin, int q_len) {
+    const DecodeRopeAppend& r = a.rope;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int e = static_cast<int>(threadIdx.x) + j * kThreads;
+      position[j] = -1;
+      slot[j] = 0;
+      if (e >= q_len * kHalf) continue;
+      const int token = q_begin + e / kHalf;
+      const int p = r.positions[token];
+      const int s = r.slot_mapping[token];
+      if (p < 0 || p >= r.num_positions || s < 0 || s >= r.num_slots) continue;
+      position[j] = p;
+      slot[j] = s;
+    }
+  }
+  __device__ __forceinline__ void load(const DecodeAttentionArgs& a, int q_begin, int kv_head) {
+    const DecodeRopeAppend& r = a.rope;
+    const int64_t k_col = int64_t{a.num_heads + kv_head} * kHeadDim;
+    const int64_t v_col = int64_t{a.num_heads + a.num_kv_heads + kv_head} * kHeadDim;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      if (position[j] < 0) continue;
+      const int e = static_cast<int>(threadIdx.x) + j * kThreads;
+      const int i = e % kHalf;
+      const int64_t row = int64_t{q_begin + e / kHalf} * r.qkv_stride;
+      const float* cs = r.cos_sin + position[j] * r.cos_sin_stride;
+      k1[j] = load_one(r.qkv, r.qkv_type, row + k_col + i);
+      k2[j] = load_one(r.qkv, r.qkv_type, row + k_col + kHalf + i);
+      v1[j] = load_one(r.qkv, r.qkv_type, row + v_col + i);
+      v2[j] = load_one(r.qkv, r.qkv_type, row + v_col + kHalf + i);
+      cos[j] = cs[i];
+      sin[j] = cs[kHalf + i];
+    }
+  }
+  __device__ __forceinline__ void store(const DecodeAttentionArgs& a, int kv_head) const {
+    const DecodeRopeAppend& r = a.rope;
+    const int block_mask = (1 << a.block_size_log2) - 1;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      if (position[j] < 0) continue;
+      const int e = static_cast<int>(threadIdx.x) + j * kThreads;
+      const int64_t cache =
+          (((int64_t{slot[j] >> a.block_size_log2} * a.num_kv_heads + kv_head) << a.block_size_log2) +
+           (slot[j] & block_mask)) * kHeadDim + e % kHalf;
+      // Separately rounded products, as the CPU reference computes them (no FMA contraction).
+      store_one(r.k_cache, a.kv_type, cache, __fsub_rn(__fmul_rn(k1[j], cos[j]), __fmul_rn(k2[j], sin[j])));
+      store_one(r.k_cache, a.kv_type, cache + kHalf, __fadd_rn(__fmul_rn(k2[j], cos[j]), __fmul_rn(k1[j], sin[j])));
+      store_one(r.v_cache, a.kv_type, cache, v1[j]);
+      store_one(r.v_cache, a.kv_type, cache + kHalf, v2[j]);
+    }
+  }
+};
+
+// The fused RoPE of 8 q values v = q[base, base + 8) at `position` (-1: none), chunk c of its
+// head (the partner half's values read alongside), rounded to the qkv dtype as rope_kv_append
+// stores them.
 template <int kHeadDim>
-__device__ __forceinline__ void rotate_q(const DecodeAttentionArgs& a, int64_t token, int64_t base, int c,
+__device__ __forceinline__ void rotate_q(const DecodeAttentionArgs& a, int position, int64_t base, int c,
                                          float (&v)[8]) {
   constexpr int kHalf = kHeadDim / 2;
-  const int position = a.rope.positions[token];
-  if (position < 0 || position >= a.rope.num_positions) return;
+  if (position < 0) return;
   const bool first = c * 8 < kHalf;
   const int64_t partner = first ? base + kHalf : base - kHalf;
   const float* cos = a.rope.cos_sin + position * a.rope.cos_sin_stride + (c * 8) % kHalf;
@@ -319,19 +358,39 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   int table_ids[kLoads];              // ids of the next tile to issue, loaded one tile ahead
   tiles.fetch_fill_ids(fill_ids, table_ids);
 
-  // Wait for the previous kernel's writes (q and the new tokens' K / V), then let the next kernel
-  // launch early; it waits for this grid's completion before reading.
-  pdl_wait();
-  pdl_release();
-
   // The fused append: a block whose keys include new tokens writes them before its copies of the
   // tiles that hold them are issued: before the fill when it holds them, else after it (the main
   // loop's first barrier orders the writes before the later tiles' copies).
   const int tiles_key_end = split_key0 + num_tiles * kTileKeys;
   const bool appends = a.rope.qkv != nullptr && num_tiles > 0 && tiles_key_end > context_len - q_len;
   const bool append_first = appends && max(context_len - q_len - split_key0, 0) / kTileKeys < kStages - 1;
+  // With the append fused, no kernel before this one writes the cache (the one just before writes
+  // qkv), so a fill without new keys may go out before the wait, overlapping that kernel's tail.
+  // That pays where blocks start in waves (H200, fused: 64 x 4096 257.7 -> 255.3 us, 256 x 512
+  // 155.3 -> 151.2), not in a single wave (1 x 32768 39.0 -> 40.0).
+  const bool fill_early = a.rope.qkv != nullptr && !append_first && !a.single_wave;
+  if (fill_early) tiles.issue_fill(ring_s, fill_ids);
+  NewKv<kHeadDim, kThreads> new_kv;
+  if (appends) new_kv.prepare(a, q_begin, q_len);
+  int q_position[Config::kQLoadsPerThread];  // the RoPE position of each q run's token (-1: none)
+#pragma unroll
+  for (int i = 0; i < Config::kQLoadsPerThread; ++i) {
+    const int r = (tid + i * kThreads) / kChunks;
+    q_position[i] = -1;
+    if (a.rope.qkv != nullptr && r < num_rows) {
+      const int p = a.rope.positions[q_begin + (row0 + r) / group];
+      if (p >= 0 && p < a.rope.num_positions) q_position[i] = p;
+    }
+  }
+
+  // Wait for the previous kernel's writes (q, and without the fused append the new tokens' K / V),
+  // then let the next kernel launch early; it waits for this grid's completion before reading.
+  pdl_wait();
+  pdl_release();
+
+  if (appends) new_kv.load(a, q_begin, kv_head);
   if (append_first) {
-    append_new_kv<kHeadDim, kThreads>(a, q_begin, q_len, kv_head);
+    new_kv.store(a, kv_head);
     __syncthreads();
   }
 
@@ -341,7 +400,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   // 38-39 us call), so there q is loaded first (8 x 4096 38.1 -> 37.4 us, 1 x 32768 40.0 ->
   // 38.6). In a grid of several waves most blocks start alone and the fill goes first (256 x 512:
   // 136.3 us against 138.2 with q first).
-  if (!a.single_wave) tiles.issue_fill(ring_s, fill_ids);
+  if (!a.single_wave && !fill_early) tiles.issue_fill(ring_s, fill_ids);
   float q_vals[Config::kQLoadsPerThread][8];
 #pragma unroll
   for (int i = 0; i < Config::kQLoadsPerThread; ++i) {
@@ -356,11 +415,11 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
       const int64_t base = token * a.q_stride + head * kHeadDim + c * 8;
 #pragma unroll
       for (int j = 0; j < 8; ++j) q_vals[i][j] = load_one(a.q, a.q_type, base + j);
-      if (a.rope.qkv != nullptr) rotate_q<kHeadDim>(a, token, base, c, q_vals[i]);
+      rotate_q<kHeadDim>(a, q_position[i], base, c, q_vals[i]);
     }
   }
   asm volatile("" ::: "memory");  // the q loads are issued here, ahead of a single wave's fill
-  if (a.single_wave) tiles.issue_fill(ring_s, fill_ids);
+  if (a.single_wave && !fill_early) tiles.issue_fill(ring_s, fill_ids);
   // q -> shared memory in the KV dtype.
 #pragma unroll
   for (int i = 0; i < Config::kQLoadsPerThread; ++i) {
@@ -397,7 +456,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
 #pragma unroll
   for (int n = 0; n < kHeadDim / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 
-  if (appends && !append_first) append_new_kv<kHeadDim, kThreads>(a, q_begin, q_len, kv_head);
+  if (appends && !append_first) new_kv.store(a, kv_head);
   __syncthreads();  // q_s is written (and the new keys, for the tiles issued from here on)
   // A fragments of q for k-step kk (16 head dims). Kept in registers up to head_dim 128; at 256
   // they would push O's 128 accumulators into spills, so they are re-read from q_s per tile.

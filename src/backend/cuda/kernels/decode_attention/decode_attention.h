@@ -84,6 +84,13 @@ int decode_attention_row_chunks(int group, int max_query_len);
 // The split-KV cost model: from the grid without splits, the kernel's shape, the SM count and
 // the context bound (a.max_context_len).
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);
+// Whether the fused RoPE and KV append (DecodeRopeAppend) pays for the launch of `a` (num_splits
+// set): every block holding new keys appends them before its main loop, which a split grid asks
+// of its last splits only and long blocks hide. H200, 32 / 8 heads, bf16, fused against
+// rope_kv_append + attention: 1 x 32768 39.0 us against 38.7 + ~2.5; 64 x 4096 255.3 against
+// 252.3 + 4.8; but 256 x 512 (one block per sequence and kv head, 512 keys) 151.2 against 140.5 +
+// ~5. So: fused with splits or contexts over 1024 keys.
+bool decode_attention_fuses_append(const DecodeAttentionArgs& a);
 // Whether the launch of `a` (num_splits set) fits in one wave of the kernel's blocks.
 bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms);
 // Launches the attention kernel (with num_splits > 1, partial_acc, partial_ml and merge_counters
