@@ -94,6 +94,9 @@ struct RopeKvAppendArgs {
   int64_t num_slots = 0;  // slots >= num_slots are skipped like negative ones
   int block_size = 0;
   int64_t num_tokens = 0;
+  // head_dim / 16 a power of two and every qkv row, cache, cos_sin row and norm weight 16-byte
+  // aligned: the kernel with 16-byte accesses.
+  bool vectorized = false;
 };
 void launch_rope_kv_append(const RopeKvAppendArgs& a, cudaStream_t stream);
 

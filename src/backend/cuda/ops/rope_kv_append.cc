@@ -1,6 +1,9 @@
 // rope_kv_append: optional q/k RMSNorm, rotate-half RoPE in place, K/V into the paged cache.
 // Positions outside cos_sin leave their token untouched and slots outside the cache skip the
 // write (the CPU reference rejects both up front; here that would need a device-to-host copy).
+#include <bit>
+#include <cstdint>
+
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
@@ -51,6 +54,10 @@ void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p) {
   a.num_slots = p.k_cache.size(0) * p.k_cache.size(2);
   a.block_size = static_cast<int>(p.k_cache.size(2));
   a.num_tokens = p.qkv.size(0);
+  auto aligned = [](const TensorView& v) { return v.empty() || reinterpret_cast<uintptr_t>(v.data()) % 16 == 0; };
+  a.vectorized = p.head_dim % 16 == 0 && std::has_single_bit(static_cast<unsigned>(p.head_dim / 16)) &&
+                 rows_vectorizable(p.qkv) && aligned(p.k_cache) && aligned(p.v_cache) && aligned(p.cos_sin) &&
+                 p.cos_sin.stride(0) % 4 == 0 && aligned(p.q_norm) && aligned(p.k_norm);
   launch_rope_kv_append(a, ctx.stream);
 }
 
