@@ -25,7 +25,7 @@
 // rotated as they load, and a block whose keys include the new tokens writes their rotated K and
 // V into the cache before copying the tiles that hold them (before its fill only where the fill
 // holds them). It replaces a separate rope_kv_append launch per layer: H200, Llama-3-8B shape,
-// batch 1 decode 203-205 -> 207-208 tokens/s.
+// batch 1 decode 203-205 -> 206-208 tokens/s.
 //
 // Epilogue: the warps' (max, sum, O) merge through shared memory; with one split the block
 // writes normalised rows to out, else unnormalised fp32 partials + (max, sum), and the last
