@@ -129,17 +129,9 @@ void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num
     const int32_t last = context_len - 1;
     slots[s] = tables.data_as<const int32_t>()[s * max_blocks + last / kBlockSize] * kBlockSize + last % kBlockSize;
   }
-  std::vector<float> cos_sin(int64_t{context_len} * kHeadDim);
-  for (int p = 0; p < context_len; ++p) {
-    for (int i = 0; i < kHeadDim / 2; ++i) {
-      const double angle = p * std::pow(500000.0, -2.0 * i / kHeadDim);
-      cos_sin[int64_t{p} * kHeadDim + i] = static_cast<float>(std::cos(angle));
-      cos_sin[int64_t{p} * kHeadDim + kHeadDim / 2 + i] = static_cast<float>(std::sin(angle));
-    }
-  }
   const Tensor positions_d = to_device(TensorView(positions.data(), DType::kI32, {num_seqs}));
   const Tensor slots_d = to_device(TensorView(slots.data(), DType::kI32, {num_seqs}));
-  const Tensor cos_sin_d = to_device(TensorView(cos_sin.data(), DType::kF32, {context_len, kHeadDim}));
+  const Tensor cos_sin_d = to_device(make_cos_sin(context_len, kHeadDim, 500000.0));
   RopeKvAppendParams rope;
   rope.qkv = batch.qkv;
   rope.positions = positions_d;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -111,6 +112,20 @@ inline void fill_random(const Tensor& device, uint32_t seed = 1) {
     const int64_t count = std::min(chunk_rows, rows - r);
     cuda_backend().copy(device.view().slice(0, r, r + count), chunk.view().slice(0, 0, count));
   }
+}
+
+// A RoPE table [max_positions, head_dim] f32: cos of each position's angles, then their sin.
+inline Tensor make_cos_sin(int64_t max_positions, int head_dim, double base = 10000.0) {
+  std::vector<double> values(max_positions * head_dim);
+  const int half = head_dim / 2;
+  for (int64_t p = 0; p < max_positions; ++p) {
+    for (int i = 0; i < half; ++i) {
+      const double angle = p * std::pow(base, -2.0 * i / head_dim);
+      values[p * head_dim + i] = std::cos(angle);
+      values[p * head_dim + half + i] = std::sin(angle);
+    }
+  }
+  return make_tensor(DType::kF32, {max_positions, head_dim}, values);
 }
 
 inline std::vector<double> host_doubles(const TensorView& device) { return to_doubles(to_host(device)); }

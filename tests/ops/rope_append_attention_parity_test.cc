@@ -17,19 +17,6 @@
 namespace brisk::testing {
 namespace {
 
-Tensor cos_sin_table(int64_t max_positions, int head_dim) {
-  std::vector<double> values(max_positions * head_dim);
-  const int half = head_dim / 2;
-  for (int64_t p = 0; p < max_positions; ++p) {
-    for (int i = 0; i < half; ++i) {
-      const double angle = p * std::pow(10000.0, -2.0 * i / head_dim);
-      values[p * head_dim + i] = std::cos(angle);
-      values[p * head_dim + half + i] = std::sin(angle);
-    }
-  }
-  return make_tensor(DType::kF32, {max_positions, head_dim}, values);
-}
-
 // Bit-for-bit equality, reporting the first difference (the vectors are large).
 void expect_same(const std::vector<double>& actual, const std::vector<double>& expected, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
@@ -62,7 +49,7 @@ void check_case(DType dtype, const AttentionCase& c, bool qk_norm, unsigned seed
     }
   }
   const Tensor positions_h = make_i32({in.num_tokens}, positions), slots_h = make_i32({in.num_tokens}, slots);
-  const Tensor cos_sin_h = cos_sin_table(in.max_context, c.head_dim);
+  const Tensor cos_sin_h = make_cos_sin(in.max_context, c.head_dim);
   const Tensor q_norm_h = random_tensor(dtype, {c.head_dim}, rng, 0.5, 1.5);
   const Tensor k_norm_h = random_tensor(dtype, {c.head_dim}, rng, 0.5, 1.5);
   const Shape out_shape{in.num_tokens, int64_t{c.num_heads} * c.head_dim};

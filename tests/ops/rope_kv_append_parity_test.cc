@@ -17,19 +17,6 @@ struct RopeCase {
   bool qk_norm;
 };
 
-Tensor make_cos_sin(int64_t max_positions, int head_dim) {
-  std::vector<double> values(max_positions * head_dim);
-  const int half = head_dim / 2;
-  for (int64_t p = 0; p < max_positions; ++p) {
-    for (int i = 0; i < half; ++i) {
-      const double angle = p * std::pow(10000.0, -2.0 * i / head_dim);
-      values[p * head_dim + i] = std::cos(angle);
-      values[p * head_dim + half + i] = std::sin(angle);
-    }
-  }
-  return make_tensor(DType::kF32, {max_positions, head_dim}, values);
-}
-
 void check_rope(DType dtype, const RopeCase& c) {
   std::mt19937 rng(11 + c.head_dim + c.num_kv_heads);
   const int64_t width = int64_t{c.num_heads + 2 * c.num_kv_heads} * c.head_dim;

@@ -6,6 +6,7 @@
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/rope_rotate.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -136,9 +137,8 @@ __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
           v1 = v1 * inv_rms * load_one(norm, norm_type, i);
           v2 = v2 * inv_rms * load_one(norm, norm_type, half + i);
         }
-        // Separately rounded products, as the CPU reference computes them (no FMA contraction).
-        const float y1 = __fsub_rn(__fmul_rn(v1, cos[i]), __fmul_rn(v2, sin[i]));
-        const float y2 = __fadd_rn(__fmul_rn(v2, cos[i]), __fmul_rn(v1, sin[i]));
+        const float y1 = rope_first_half(v1, v2, cos[i], sin[i]);
+        const float y2 = rope_second_half(v1, v2, cos[i], sin[i]);
         store_one(row, a.qkv_type, head_start + i, y1);
         store_one(row, a.qkv_type, head_start + half + i, y2);
         if (!is_q && write_cache) {
@@ -230,8 +230,8 @@ __global__ void rope_kv_append_vec_kernel(RopeKvAppendArgs a, int group_lanes_lo
     }
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      y1[e] = __fsub_rn(__fmul_rn(x1[e], cos[e]), __fmul_rn(x2[e], sin[e]));
-      y2[e] = __fadd_rn(__fmul_rn(x2[e], cos[e]), __fmul_rn(x1[e], sin[e]));
+      y1[e] = rope_first_half(x1[e], x2[e], cos[e], sin[e]);
+      y2[e] = rope_second_half(x1[e], x2[e], cos[e], sin[e]);
     }
     store8(a.qkv, a.qkv_type, index, y1);
     store8(a.qkv, a.qkv_type, index + half, y2);

@@ -44,6 +44,7 @@
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/rope_rotate.cuh"
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
@@ -112,11 +113,9 @@ __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q
   float4* acc_s = reinterpret_cast<float4*>(buffer + kAccOffset);  // [splits of a batch][rows][quads]
   const int num_quads = num_rows * kQuads;
   const int batch = (kBufferBytes - kAccOffset) / (num_quads * 16);
-  auto item_of = [&](int r) {
-    const int64_t token = q_begin + (row0 + r) / group;
-    const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-    return token * a.num_heads + head;
-  };
+  auto token_of = [&](int r) { return int64_t{q_begin} + (row0 + r) / group; };
+  auto head_of = [&](int r) { return int64_t{kv_head} * group + (row0 + r) % group; };
+  auto item_of = [&](int r) { return token_of(r) * a.num_heads + head_of(r); };
   // Row runs of one token: rows [run_begin(j), run_begin(j + 1)) for j < num_runs.
   const int first_token = row0 / group;
   const int num_runs = (row0 + num_rows - 1) / group - first_token + 1;
@@ -207,9 +206,7 @@ __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q
     const int rq = static_cast<int>(threadIdx.x) + i * kThreads;
     if (rq >= num_quads) break;
     const int r = rq / kQuads;
-    const int64_t token = q_begin + (row0 + r) / group;
-    const int64_t head = int64_t{kv_head} * group + (row0 + r) % group;
-    const int64_t index = token * a.out_stride + head * kHeadDim + rq % kQuads * 4;
+    const int64_t index = token_of(r) * a.out_stride + head_of(r) * kHeadDim + rq % kQuads * 4;
     store_one(a.out, a.out_type, index, o[i].x);
     store_one(a.out, a.out_type, index + 1, o[i].y);
     store_one(a.out, a.out_type, index + 2, o[i].z);
@@ -275,9 +272,8 @@ struct NewKv {
       const int64_t cache =
           (((int64_t{slot[j] >> a.block_size_log2} * a.num_kv_heads + kv_head) << a.block_size_log2) +
            (slot[j] & block_mask)) * kHeadDim + e % kHalf;
-      // Separately rounded products, as the CPU reference computes them (no FMA contraction).
-      store_one(r.k_cache, a.kv_type, cache, __fsub_rn(__fmul_rn(k1[j], cos[j]), __fmul_rn(k2[j], sin[j])));
-      store_one(r.k_cache, a.kv_type, cache + kHalf, __fadd_rn(__fmul_rn(k2[j], cos[j]), __fmul_rn(k1[j], sin[j])));
+      store_one(r.k_cache, a.kv_type, cache, rope_first_half(k1[j], k2[j], cos[j], sin[j]));
+      store_one(r.k_cache, a.kv_type, cache + kHalf, rope_second_half(k1[j], k2[j], cos[j], sin[j]));
       store_one(r.v_cache, a.kv_type, cache, v1[j]);
       store_one(r.v_cache, a.kv_type, cache + kHalf, v2[j]);
     }
@@ -299,8 +295,7 @@ __device__ __forceinline__ void rotate_q(const DecodeAttentionArgs& a, int posit
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const float p = load_one(a.q, a.q_type, partner + j);
-    const float y = first ? __fsub_rn(__fmul_rn(v[j], cos[j]), __fmul_rn(p, sin[j]))
-                          : __fadd_rn(__fmul_rn(v[j], cos[j]), __fmul_rn(p, sin[j]));
+    const float y = first ? rope_first_half(v[j], p, cos[j], sin[j]) : rope_second_half(p, v[j], cos[j], sin[j]);
     v[j] = round_to(y, a.rope.qkv_type);
   }
 }
