@@ -121,7 +121,7 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
 // rope: the fused RoPE and KV append (none: q and the cache are ready). Returns false, launching
 // nothing, when the append would not pay (decode_attention_fuses_append).
 bool decode_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g,
-                      const DecodeRopeAppend& rope = {}) {
+                      const RopeKvAppendArgs& rope = {}) {
   DecodeAttentionArgs a;
   static_cast<PagedAttentionArgs&>(a) = paged_args(g);
   a.rope = rope;
@@ -202,7 +202,7 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
 }
 
 bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams& r, const AttentionParams& p) {
-  check_op_params(r, Device::kCuda);
+  const RopeKvAppendArgs rope = rope_kv_append_args(r);  // checks r
   const AttentionArgs a = attention_args(p);
   const bool fits = use_decode_kernel(a) && r.q_norm.empty() && r.k_norm.empty() && r.qkv.data() == p.q.data() &&
                     r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() && r.qkv.size(0) == p.q.size(0) &&
@@ -210,18 +210,6 @@ bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams&
                     r.num_heads == p.num_heads && r.num_kv_heads == p.num_kv_heads && r.head_dim == p.head_dim;
   if (!fits) return false;
   if (a.num_tokens == 0 || a.num_seqs == 0) return true;
-  DecodeRopeAppend rope;
-  rope.qkv = r.qkv.data();
-  rope.qkv_stride = r.qkv.stride(0);
-  rope.qkv_type = float_type(r.qkv.dtype());
-  rope.positions = r.positions.data_as<const int32_t>();
-  rope.cos_sin = r.cos_sin.data_as<const float>();
-  rope.cos_sin_stride = r.cos_sin.stride(0);
-  rope.num_positions = r.cos_sin.size(0);
-  rope.slot_mapping = r.slot_mapping.data_as<const int32_t>();
-  rope.num_slots = r.k_cache.size(0) * r.k_cache.size(2);
-  rope.k_cache = r.k_cache.data();
-  rope.v_cache = r.v_cache.data();
   return decode_attention(ctx, p, a, rope);
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backend/backend.h"
+#include "backend/cuda/kernels/launch.h"
 
 namespace brisk::cuda {
 
@@ -30,6 +31,8 @@ void convert(const OpContext& ctx, TensorView dst, TensorView src);
 void embedding(const OpContext& ctx, const EmbeddingParams& p);
 void rms_norm(const OpContext& ctx, const RmsNormParams& p);
 void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
+// The checked kernel arguments of rope_kv_append (also those of the fused decode attention).
+RopeKvAppendArgs rope_kv_append_args(const RopeKvAppendParams& p);
 void attention(const OpContext& ctx, const AttentionParams& p);
 // rope_kv_append then attention as one decode kernel launch when the pair fits it (decode
 // batches, no q / k norms, attn.q the q columns of append.qkv) and fusing pays

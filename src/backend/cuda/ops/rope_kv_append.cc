@@ -24,7 +24,7 @@ void check_params(const RopeKvAppendParams& p) {
 
 }  // namespace
 
-void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p) {
+RopeKvAppendArgs rope_kv_append_args(const RopeKvAppendParams& p) {
   check_params(p);
   RopeKvAppendArgs a;
   a.qkv = p.qkv.data();
@@ -58,7 +58,11 @@ void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p) {
   a.vectorized = p.head_dim % 16 == 0 && std::has_single_bit(static_cast<unsigned>(p.head_dim / 16)) &&
                  rows_vectorizable(p.qkv) && aligned(p.k_cache) && aligned(p.v_cache) && aligned(p.cos_sin) &&
                  p.cos_sin.stride(0) % 4 == 0 && aligned(p.q_norm) && aligned(p.k_norm);
-  launch_rope_kv_append(a, ctx.stream);
+  return a;
+}
+
+void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p) {
+  launch_rope_kv_append(rope_kv_append_args(p), ctx.stream);
 }
 
 }  // namespace brisk::cuda

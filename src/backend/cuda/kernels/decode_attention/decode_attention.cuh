@@ -21,7 +21,7 @@
 // loaded one tile ahead, so issuing copies never waits on them; tiles start at multiples of the
 // tile size, so with block size 16 each warp's 16 keys are one contiguous 16 x head_dim block.
 //
-// Fused RoPE and KV append (DecodeRopeAppend, when the caller passes the raw qkv): q rows are
+// Fused RoPE and KV append (DecodeAttentionArgs::rope, when the caller passes the raw qkv): q rows are
 // rotated as they load, and a block whose keys include the new tokens writes their rotated K and
 // V into the cache before copying the tiles that hold them (before its fill only where the fill
 // holds them). It replaces a separate rope_kv_append launch per layer: H200, Llama-3-8B shape,
@@ -214,7 +214,7 @@ __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q
   }
 }
 
-// The fused append (DecodeRopeAppend): the K (rotated) and V of the sequence's new tokens for
+// The fused append (DecodeAttentionArgs::rope): the K (rotated) and V of the sequence's new tokens for
 // this kv head into the cache, computed and rounded as rope_kv_append does. Thread tid takes the
 // elements e = tid + j kThreads of the q_len x head_dim / 2 rotation pairs, in three steps so that
 // no step waits on another's loads: prepare (positions and slots: host-written, read before the
@@ -228,7 +228,7 @@ struct NewKv {
   float k1[kPerThread], k2[kPerThread], v1[kPerThread], v2[kPerThread], cos[kPerThread], sin[kPerThread];
 
   __device__ __forceinline__ void prepare(const DecodeAttentionArgs& a, int q_begin, int q_len) {
-    const DecodeRopeAppend& r = a.rope;
+    const RopeKvAppendArgs& r = a.rope;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int e = static_cast<int>(threadIdx.x) + j * kThreads;
@@ -244,7 +244,7 @@ struct NewKv {
     }
   }
   __device__ __forceinline__ void load(const DecodeAttentionArgs& a, int q_begin, int kv_head) {
-    const DecodeRopeAppend& r = a.rope;
+    const RopeKvAppendArgs& r = a.rope;
     const int64_t k_col = int64_t{a.num_heads + kv_head} * kHeadDim;
     const int64_t v_col = int64_t{a.num_heads + a.num_kv_heads + kv_head} * kHeadDim;
 #pragma unroll
@@ -263,7 +263,7 @@ struct NewKv {
     }
   }
   __device__ __forceinline__ void store(const DecodeAttentionArgs& a, int kv_head) const {
-    const DecodeRopeAppend& r = a.rope;
+    const RopeKvAppendArgs& r = a.rope;
     const int block_mask = (1 << a.block_size_log2) - 1;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {

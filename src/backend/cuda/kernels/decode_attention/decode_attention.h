@@ -33,25 +33,6 @@ struct DecodeKernelShape {
   constexpr int tile_keys() const { return warps * 16; }
 };
 
-// rope_kv_append (rotate-half RoPE, no q / k norms) fused into the kernel: q rows are rotated as
-// they are loaded (rounded to the qkv dtype first, as the separate op stores them), and every block
-// whose keys include new tokens rotates their K and writes their K and V into the cache itself
-// before it copies those keys (blocks of other row chunks write the same bytes). q must be the q
-// columns of qkv; qkv itself is not modified.
-struct DecodeRopeAppend {
-  const void* qkv = nullptr;  // null: no fusion (q rotated and the cache written already)
-  int64_t qkv_stride = 0;
-  FloatType qkv_type = FloatType::kBF16;
-  const int32_t* positions = nullptr;  // per token; outside [0, num_positions): token untouched
-  const float* cos_sin = nullptr;      // [num_positions, head_dim]: cos, then sin
-  int64_t cos_sin_stride = 0;
-  int64_t num_positions = 0;
-  const int32_t* slot_mapping = nullptr;  // per token; outside [0, num_slots): no cache write
-  int64_t num_slots = 0;
-  void* k_cache = nullptr;  // the kernel's caches, writable
-  void* v_cache = nullptr;
-};
-
 struct DecodeAttentionArgs : PagedAttentionArgs {
   bool out_vectorized = false;  // out rows 16-byte aligned: 8 elements per store
   // Launch shape, from host-known sizes only (CUDA-graph safe): the context bound (an upper
@@ -71,7 +52,13 @@ struct DecodeAttentionArgs : PagedAttentionArgs {
   // Whether the grid runs in one wave (every block resident at once): its blocks then all start
   // together and load q ahead of the pipeline fill (decode_attention.cuh explains why).
   bool single_wave = false;
-  DecodeRopeAppend rope;
+  // rope_kv_append (rotate-half RoPE, no q / k norms) fused into the kernel (rope.qkv null: not;
+  // q rotated and the cache written already): q rows are rotated as they are loaded (rounded to
+  // the qkv dtype first, as the separate op stores them), and every block whose keys include new
+  // tokens rotates their K and writes their K and V into the cache itself before it copies those
+  // keys (blocks of other row chunks write the same bytes). q must be the q columns of qkv; qkv
+  // itself is not modified.
+  RopeKvAppendArgs rope;
 };
 
 // Whether the table has a kernel for this KV dtype and head dim.
@@ -84,7 +71,7 @@ int decode_attention_row_chunks(int group, int max_query_len);
 // The split-KV cost model: from the grid without splits, the kernel's shape, the SM count and
 // the context bound (a.max_context_len).
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);
-// Whether the fused RoPE and KV append (DecodeRopeAppend) pays for the launch of `a` (num_splits
+// Whether the fused RoPE and KV append (DecodeAttentionArgs::rope) pays for the launch of `a` (num_splits
 // set): every block holding new keys appends them before its main loop, which a split grid asks
 // of its last splits only and long blocks hide. H200, 32 / 8 heads, bf16, fused against
 // rope_kv_append + attention: 1 x 32768 39.0 us against 38.7 + ~2.5; 64 x 4096 255.3 against
