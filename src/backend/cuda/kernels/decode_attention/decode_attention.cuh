@@ -9,8 +9,8 @@
 // layout, the block table and an L2 prefetch of the split's first keys are issued before the
 // programmatic-dependent wait, so they overlap the previous kernel's tail; after it, in a single
 // wave, q is loaded before the pipeline fill, so its loads do not queue behind the burst of
-// every block's fill. With the fused append (below) the fill itself goes before the wait unless it
-// holds new keys.
+// every block's fill. With the fused append (below), in a grid of several waves, the fill itself
+// goes before the wait unless it holds new keys.
 //
 // Mainloop (kWarps warps): key tiles of 16 kWarps keys (K and V, 16-byte cp.async with zero
 // fill, rows XOR-swizzled for conflict-free ldmatrix) stream through a kStages-deep
