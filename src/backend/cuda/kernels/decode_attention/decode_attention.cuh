@@ -21,7 +21,7 @@
 // loaded one tile ahead, so issuing copies never waits on them; tiles start at multiples of the
 // tile size, so with block size 16 each warp's 16 keys are one contiguous 16 x head_dim block.
 //
-// Fused RoPE and KV append (DecodeAttentionArgs::rope, when the caller passes the raw qkv): q rows are
+// Fused RoPE and KV append (DecodeAttentionArgs::rope, decode_rope_append.cuh): q rows are
 // rotated as they load, and a block whose keys include the new tokens writes their rotated K and
 // V into the cache before copying the tiles that hold them (before its fill only where the fill
 // holds them). It replaces a separate rope_kv_append launch per layer: H200, Llama-3-8B shape,
@@ -30,7 +30,7 @@
 // Epilogue: the warps' (max, sum, O) merge through shared memory; with one split the block
 // writes normalised rows to out, else unnormalised fp32 partials + (max, sum), and the last
 // split block of the (sequence, kv head, row chunk) to finish merges them all into out
-// (merge_splits; no second kernel, whose launch and wait would add to the wave's tail).
+// (merge_splits, decode_merge.cuh; no second kernel, whose launch and wait would add to the wave's tail).
 #pragma once
 
 #include <cstdint>
@@ -39,12 +39,12 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/decode_merge.cuh"
+#include "backend/cuda/kernels/decode_attention/decode_rope_append.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
-#include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
-#include "backend/cuda/kernels/rope_rotate.cuh"
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
@@ -84,221 +84,6 @@ struct DecodeConfig {
   static constexpr int kPrefetchTiles = 256 * 1024 / (kBlocksPerSm * kStageBytes);
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
-
-// The exact merge of the split blocks' online-softmax states for the block's rows: out =
-// sum_s acc_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), M = max m_s (an empty split has m = -inf,
-// acc = 0). The merge is on the grid's critical path (the last block of an item starts it when
-// every other block is done): the accumulators of as many splits as the buffer holds come into
-// shared memory with bulk copies (one per split and token of the rows: the rows of one token are
-// adjacent heads, contiguous in the partials) while the (max, sum) pairs are read and turned into
-// one weight per (row, split); then each thread sums its 4 head dims of a row over the splits, in
-// split order, so the result does not depend on which block merges. On the H200 (1 x 32768, 32 /
-// 8 heads, 32 splits) the merge's part of a 39.4 us call was 3.5 us with every thread fencing
-// before the count and again after it, 2.3 with the handshake below (thread 0's acquire-release
-// count); bulk copies and 16-byte cp.async ran the same, the bulk copies take fewer instructions.
-// The buffer is the block's free pipeline ring: weights [16][kDecodeMaxSplits] floats, the
-// copies' mbarrier, then the accumulators.
-template <int kHeadDim, int kThreads, int kBufferBytes>
-__device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
-                                             int kv_head, uint8_t* buffer) {
-  constexpr int kQuads = kHeadDim / 4;
-  constexpr int kWeightBytes = kDecodeRowsPerBlock * kDecodeMaxSplits * 4;
-  constexpr int kAccOffset = kWeightBytes + 128;
-  static_assert(kBufferBytes >= kAccOffset + kDecodeRowsPerBlock * kHeadDim * 4);
-  const int group = a.num_heads / a.num_kv_heads;
-  const int num_splits = a.num_splits;
-  const int64_t num_items = int64_t{a.num_tokens} * a.num_heads;
-  float* weight_s = reinterpret_cast<float*>(buffer);  // [16][kDecodeMaxSplits]
-  const uint32_t bar = shared_address(buffer + kWeightBytes);
-  float4* acc_s = reinterpret_cast<float4*>(buffer + kAccOffset);  // [splits of a batch][rows][quads]
-  const int num_quads = num_rows * kQuads;
-  const int batch = (kBufferBytes - kAccOffset) / (num_quads * 16);
-  auto token_of = [&](int r) { return int64_t{q_begin} + (row0 + r) / group; };
-  auto head_of = [&](int r) { return int64_t{kv_head} * group + (row0 + r) % group; };
-  auto item_of = [&](int r) { return token_of(r) * a.num_heads + head_of(r); };
-  // Row runs of one token: rows [run_begin(j), run_begin(j + 1)) for j < num_runs.
-  const int first_token = row0 / group;
-  const int num_runs = (row0 + num_rows - 1) / group - first_token + 1;
-  auto run_begin = [&](int j) { return min(num_rows, max(0, (first_token + j) * group - row0)); };
-  auto copy_batch = [&](int s0) {
-    const int count = min(batch, num_splits - s0);
-    if (threadIdx.x == 0) hopper::mbarrier_arrive_expect_tx(bar, count * num_quads * 16);
-    for (int e = threadIdx.x; e < count * num_runs; e += kThreads) {
-      const int s = e / num_runs;
-      const int r0 = run_begin(e % num_runs);
-      const int r1 = run_begin(e % num_runs + 1);
-      hopper::bulk_load(shared_address(acc_s + s * num_quads + r0 * kQuads),
-                        a.partial_acc + ((s0 + s) * num_items + item_of(r0)) * kHeadDim, (r1 - r0) * kHeadDim * 4,
-                        bar);
-    }
-  };
-  if (threadIdx.x == 0) {
-    hopper::mbarrier_init(bar, 1);
-    hopper::mbarrier_init_fence();
-  }
-  // Order the other blocks' partials (acquired above) and this block's earlier use of the buffer
-  // before the bulk copies.
-  hopper::fence_proxy_async_global();
-  hopper::fence_proxy_async();
-  __syncthreads();  // the barrier is initialised
-  copy_batch(0);
-
-  // Weights: 2^(m_s - M) / sum_s l_s 2^(m_s - M) per row, a warp per row.
-  const int warp = threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  constexpr int kSplitsPerLane = kDecodeMaxSplits / 32;
-  for (int r = warp; r < num_rows; r += kThreads / 32) {
-    const float2* ml = reinterpret_cast<const float2*>(a.partial_ml) + item_of(r);
-    float2 v[kSplitsPerLane];
-    float row_max = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kSplitsPerLane; ++i) {
-      const int s = lane + 32 * i;
-      v[i] = s < num_splits ? __ldcg(ml + s * num_items) : make_float2(-INFINITY, 0.0f);
-      row_max = fmaxf(row_max, v[i].x);
-    }
-    row_max = warp_max(row_max);
-    float row_sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kSplitsPerLane; ++i) {
-      v[i].x = v[i].x == -INFINITY ? 0.0f : exp2f(v[i].x - row_max);  // an empty split weighs 0
-      row_sum += v[i].y * v[i].x;
-    }
-    row_sum = warp_sum(row_sum);
-    const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
-#pragma unroll
-    for (int i = 0; i < kSplitsPerLane; ++i) {
-      if (lane + 32 * i < num_splits) weight_s[r * kDecodeMaxSplits + lane + 32 * i] = v[i].x * inv_sum;
-    }
-  }
-
-  // Each thread: its (row, 4 head dims) items rq = tid + i * kThreads < num_quads, summed over
-  // the splits in order, a batch at a time.
-  constexpr int kItemsPerThread = (kDecodeRowsPerBlock * kQuads + kThreads - 1) / kThreads;
-  float4 o[kItemsPerThread];
-#pragma unroll
-  for (int i = 0; i < kItemsPerThread; ++i) o[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int s0 = 0, parity = 0; s0 < num_splits; s0 += batch, parity ^= 1) {
-    hopper::mbarrier_wait(bar, parity);
-    __syncthreads();  // the weights are in shared memory
-    const int count = min(batch, num_splits - s0);
-#pragma unroll
-    for (int i = 0; i < kItemsPerThread; ++i) {
-      const int rq = static_cast<int>(threadIdx.x) + i * kThreads;
-      if (rq >= num_quads) break;
-      const float* w = weight_s + rq / kQuads * kDecodeMaxSplits + s0;
-#pragma unroll 8
-      for (int s = 0; s < count; ++s) {
-        const float4 x = acc_s[s * num_quads + rq];
-        o[i].x += x.x * w[s];
-        o[i].y += x.y * w[s];
-        o[i].z += x.z * w[s];
-        o[i].w += x.w * w[s];
-      }
-    }
-    if (s0 + batch < num_splits) {
-      __syncthreads();  // everyone is done with the batch
-      copy_batch(s0 + batch);
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kItemsPerThread; ++i) {
-    const int rq = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (rq >= num_quads) break;
-    const int r = rq / kQuads;
-    const int64_t index = token_of(r) * a.out_stride + head_of(r) * kHeadDim + rq % kQuads * 4;
-    store_one(a.out, a.out_type, index, o[i].x);
-    store_one(a.out, a.out_type, index + 1, o[i].y);
-    store_one(a.out, a.out_type, index + 2, o[i].z);
-    store_one(a.out, a.out_type, index + 3, o[i].w);
-  }
-}
-
-// The fused append (DecodeAttentionArgs::rope): the K (rotated) and V of the sequence's new tokens for
-// this kv head into the cache, computed and rounded as rope_kv_append does. Thread tid takes the
-// elements e = tid + j kThreads of the q_len x head_dim / 2 rotation pairs, in three steps so that
-// no step waits on another's loads: prepare (positions and slots: host-written, read before the
-// programmatic-dependent wait), load (qkv and the cos / sin, after it), store.
-template <int kHeadDim, int kThreads>
-struct NewKv {
-  static constexpr int kHalf = kHeadDim / 2;
-  static constexpr int kPerThread = (kDecodeMaxQueryLen * kHalf + kThreads - 1) / kThreads;
-  int position[kPerThread];  // -1: no write
-  int slot[kPerThread];
-  float k1[kPerThread], k2[kPerThread], v1[kPerThread], v2[kPerThread], cos[kPerThread], sin[kPerThread];
-
-  __device__ __forceinline__ void prepare(const DecodeAttentionArgs& a, int q_begin, int q_len) {
-    const RopeKvAppendArgs& r = a.rope;
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int e = static_cast<int>(threadIdx.x) + j * kThreads;
-      position[j] = -1;
-      slot[j] = 0;
-      if (e >= q_len * kHalf) continue;
-      const int token = q_begin + e / kHalf;
-      const int p = r.positions[token];
-      const int s = r.slot_mapping[token];
-      if (p < 0 || p >= r.num_positions || s < 0 || s >= r.num_slots) continue;
-      position[j] = p;
-      slot[j] = s;
-    }
-  }
-  __device__ __forceinline__ void load(const DecodeAttentionArgs& a, int q_begin, int kv_head) {
-    const RopeKvAppendArgs& r = a.rope;
-    const int64_t k_col = int64_t{a.num_heads + kv_head} * kHeadDim;
-    const int64_t v_col = int64_t{a.num_heads + a.num_kv_heads + kv_head} * kHeadDim;
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      if (position[j] < 0) continue;
-      const int e = static_cast<int>(threadIdx.x) + j * kThreads;
-      const int i = e % kHalf;
-      const int64_t row = int64_t{q_begin + e / kHalf} * r.qkv_stride;
-      const float* cs = r.cos_sin + position[j] * r.cos_sin_stride;
-      k1[j] = load_one(r.qkv, r.qkv_type, row + k_col + i);
-      k2[j] = load_one(r.qkv, r.qkv_type, row + k_col + kHalf + i);
-      v1[j] = load_one(r.qkv, r.qkv_type, row + v_col + i);
-      v2[j] = load_one(r.qkv, r.qkv_type, row + v_col + kHalf + i);
-      cos[j] = cs[i];
-      sin[j] = cs[kHalf + i];
-    }
-  }
-  __device__ __forceinline__ void store(const DecodeAttentionArgs& a, int kv_head) const {
-    const RopeKvAppendArgs& r = a.rope;
-    const int block_mask = (1 << a.block_size_log2) - 1;
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      if (position[j] < 0) continue;
-      const int e = static_cast<int>(threadIdx.x) + j * kThreads;
-      const int64_t cache =
-          (((int64_t{slot[j] >> a.block_size_log2} * a.num_kv_heads + kv_head) << a.block_size_log2) +
-           (slot[j] & block_mask)) * kHeadDim + e % kHalf;
-      store_one(r.k_cache, a.kv_type, cache, rope_first_half(k1[j], k2[j], cos[j], sin[j]));
-      store_one(r.k_cache, a.kv_type, cache + kHalf, rope_second_half(k1[j], k2[j], cos[j], sin[j]));
-      store_one(r.v_cache, a.kv_type, cache, v1[j]);
-      store_one(r.v_cache, a.kv_type, cache + kHalf, v2[j]);
-    }
-  }
-};
-
-// The fused RoPE of 8 q values v = q[base, base + 8) at `position` (-1: none), chunk c of its
-// head (the partner half's values read alongside), rounded to the qkv dtype as rope_kv_append
-// stores them.
-template <int kHeadDim>
-__device__ __forceinline__ void rotate_q(const DecodeAttentionArgs& a, int position, int64_t base, int c,
-                                         float (&v)[8]) {
-  constexpr int kHalf = kHeadDim / 2;
-  if (position < 0) return;
-  const bool first = c * 8 < kHalf;
-  const int64_t partner = first ? base + kHalf : base - kHalf;
-  const float* cos = a.rope.cos_sin + position * a.rope.cos_sin_stride + (c * 8) % kHalf;
-  const float* sin = cos + kHalf;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const float p = load_one(a.q, a.q_type, partner + j);
-    const float y = first ? rope_first_half(v[j], p, cos[j], sin[j]) : rope_second_half(p, v[j], cos[j], sin[j]);
-    v[j] = round_to(y, a.rope.qkv_type);
-  }
-}
 
 template <FloatType kKvType, int kHeadDim, typename Config>
 __global__ void __launch_bounds__(Config::kThreads, Config::kBlocksPerSm)
