@@ -63,9 +63,11 @@ struct GemmParams {
 // (below; model/int4_weight.h); a backend may prefer another, produced once at load time by
 // Backend::repack_int4 (see there). The shape [N, K], the byte count and the meaning of scales
 // and zeros stay the same in every layout.
-//   kTiles16 (CUDA): rows in tiles of 16 (N % 16 == 0, K % 128 == 0); each tile's 16 * K / 2
-//   bytes are in the order one warp streams them: 16-byte unit ((c * 2 + h) * 32 + 4 g + t) of
-//   tile T holds row 16 T + 8 h + g, K values [128 c + 32 t, 128 c + 32 t + 32).
+//   kTiles16 (CUDA): rows in tiles of 16 (N % 16 == 0, K % 128 == 0), each tile's 128-K chunks
+//   as 1 KiB in the order one warp streams them, chunk-major: 16-byte unit
+//   ((c * N / 16 + T) * 2 + h) * 32 + 4 g + t holds row 16 T + 8 h + g, K values
+//   [128 c + 32 t, 128 c + 32 t + 32). (Chunk-major: the warps streaming the tiles side by side
+//   read one contiguous run of memory at a time.)
 enum class Int4Layout : int32_t { kRows = 0, kTiles16 = 1 };
 
 // y = x * dequant(w)^T (+ bias) for group-quantized int4 weights (W4A16), in brisk's layout

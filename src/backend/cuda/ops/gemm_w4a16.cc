@@ -111,10 +111,10 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
   const int64_t m = p.x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
   if (m == 0 || n == 0) return;
   const bool tiles = p.layout == Int4Layout::kTiles16;
-  // (The tensor-core kernel indexes scales and zero points in 32 bits.)
-  const bool mma = p.x.dtype() != DType::kF32 && k % 128 == 0 && m <= kW4A16MmaMultiPassMaxRows &&
-                   n * (k / p.group_size) <= int64_t{UINT32_MAX};
-  const bool wgmma = p.x.dtype() != DType::kF32 && k % 128 == 0 && tiles && w4a16_wgmma_enabled(static_cast<int>(m));
+  // (The tensor-core kernels index scales and zero points in 32 bits.)
+  const bool tensor_cores = p.x.dtype() != DType::kF32 && k % 128 == 0 && n * (k / p.group_size) <= int64_t{UINT32_MAX};
+  const bool mma = tensor_cores && m <= kW4A16MmaMultiPassMaxRows;
+  const bool wgmma = tensor_cores && tiles && w4a16_wgmma_enabled(static_cast<int>(m));
   if (mma || wgmma || (m <= kW4A16MaxRows && !tiles)) {  // the CUDA-core kernel reads the row layout only
     TensorView x = p.x;
     Tensor x_copy;

@@ -61,14 +61,20 @@ struct Int4Pairs<FloatType::kF16> {
   }
 };
 
-// Nibbles i and i + 4 of word (i = 0..3) as a packed pair (offset + q): the shift, then the mask
-// and the magic OR in one LOP3 (left to itself the compiler makes two of them, a LOP3 taking only
-// one immediate operand).
+// The low nibbles of v's two halves as a packed pair (offset + q): the mask and the magic OR in
+// one LOP3 (left to itself the compiler makes two of them, a LOP3 taking only one immediate
+// operand).
+template <FloatType kType>
+__device__ __forceinline__ uint32_t magic_pair(uint32_t v) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(v), "n"(0x000F000F), "r"(Int4Pairs<kType>::kMagic));
+  return r;
+}
+
+// Nibbles i and i + 4 of word (i = 0..3) as a packed pair (offset + q).
 template <FloatType kType>
 __device__ __forceinline__ uint32_t int4_pair(uint32_t word, int i) {
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(word >> (4 * i)), "n"(0x000F000F), "r"(Int4Pairs<kType>::kMagic));
-  return r;
+  return magic_pair<kType>(word >> (4 * i));
 }
 
 // x values 0..7 (16 bytes, two per word) as the pairs (0, 4), (1, 5), (2, 6), (3, 7): the order

@@ -1,7 +1,10 @@
-// The W4A16 kernels' weight loads: every int4 weight byte is read exactly once.
+// The W4A16 kernels' weight loads (every int4 weight byte is read exactly once), with their
+// scales and zero points.
 #pragma once
 
 #include <cstdint>
+
+#include "backend/cuda/kernels/float_io.cuh"
 
 namespace brisk::cuda {
 
@@ -30,6 +33,31 @@ __device__ __forceinline__ uint32_t load_u16_nc(const void* ptr) {
 __device__ __forceinline__ uint32_t load_u8_nc(const void* ptr) {
   uint32_t v;
   asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(ptr));
+  return v;
+}
+
+// Scale `index` of type kScale (raw bits, read-only path) and its value.
+template <FloatType kScale>
+__device__ __forceinline__ uint32_t load_scale(const void* scales, unsigned index) {
+  if constexpr (kScale == FloatType::kF32) return load_u32_nc(static_cast<const uint32_t*>(scales) + index);
+  return load_u16_nc(static_cast<const uint16_t*>(scales) + index);
+}
+template <FloatType kScale>
+__device__ __forceinline__ float scale_value(uint32_t raw) {
+  if constexpr (kScale == FloatType::kF32) return __uint_as_float(raw);
+  if constexpr (kScale == FloatType::kBF16) return bf16_bits_to_float(static_cast<uint16_t>(raw));
+  return half_bits_to_float(static_cast<uint16_t>(raw));
+}
+
+// 16 and 8 bytes from shared memory at a shared-space address (weights of a stage's copy).
+__device__ __forceinline__ uint4 load_shared_u128(uint32_t address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
+  return v;
+}
+__device__ __forceinline__ uint2 load_shared_u64(uint32_t address) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(address));
   return v;
 }
 

@@ -65,7 +65,10 @@ struct W4A16MmaRule {
 // of gate_up's 58.7 MB in this kernel's access pattern takes 14.4 us (4.0 TB/s); the kernel
 // issues ~147 instructions per KiB of weights, about 0.5 a cycle per scheduler with ~3 warps each
 // (gate_up's 1792 warps fill 13.6 of an SM's slots), stalled on fixed-latency dependencies and
-// on the weight loads about equally (ncu).
+// on the weight loads about equally (ncu). 2026-12-01: the chunk-major tile layout (warps side
+// by side read one contiguous run) took M 1 to 23.6 / 11.0 / 9.5 / 15.9; deeper register rings
+// (6 or 7 stages, 4 blocks an SM) and more K splits (16 to 48 warps an SM) gained nothing (M 1
+// gate_up 23.6 / 24.4 and 24.6-26.9), so the loads in flight are not what limits it.
 inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the

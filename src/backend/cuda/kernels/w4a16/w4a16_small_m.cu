@@ -152,9 +152,11 @@ __global__ void w4a16_reduce_kernel(W4A16Args a) {
   }
 }
 
-// Word (8 values) i of the row layout: its index in the tile layout (backend.h, Int4Layout).
-__device__ __forceinline__ int64_t tile_word(int64_t n, int64_t k0, int64_t k) {
-  const int64_t unit = (((n / 16) * (k / 128) + k0 / 128) * 2 + (n % 16) / 8) * 32 + (n % 8) * 4 + (k0 % 128) / 32;
+// The word (8 values) of row n at K offset k0 (a multiple of 8) of a weight with num_rows rows:
+// its index in the tile layout (backend.h, Int4Layout).
+__device__ __forceinline__ int64_t tile_word(int64_t n, int64_t k0, int64_t num_rows) {
+  const int64_t unit =
+      (((k0 / 128) * (num_rows / 16) + n / 16) * 2 + (n % 16) / 8) * 32 + (n % 8) * 4 + (k0 % 128) / 32;
   return unit * 4 + (k0 % 32) / 8;
 }
 
@@ -164,7 +166,7 @@ __global__ void dequantize_int4_kernel(DequantizeInt4Args a, bool tiles) {
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < a.n * words_per_row;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t n = i / words_per_row, k0 = (i % words_per_row) * 8;
-    const int64_t word = tiles ? tile_word(n, k0, a.k) : i;
+    const int64_t word = tiles ? tile_word(n, k0, a.n) : i;
     const int64_t g = n * num_groups + k0 / a.group_size;
     const float scale = load_one(a.scales, a.scale_type, g);
     const float zero128 = 128.0f + (a.zeros != nullptr ? static_cast<float>(a.zeros[g]) : 8.0f);
@@ -181,7 +183,7 @@ __global__ void int4_rows_to_tiles_kernel(const uint8_t* src, uint8_t* dst, int6
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n * words_per_row;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t row = i / words_per_row, k0 = (i % words_per_row) * 8;
-    reinterpret_cast<uint32_t*>(dst)[tile_word(row, k0, k)] = reinterpret_cast<const uint32_t*>(src)[i];
+    reinterpret_cast<uint32_t*>(dst)[tile_word(row, k0, n)] = reinterpret_cast<const uint32_t*>(src)[i];
   }
 }
 
