@@ -363,7 +363,7 @@ TEST(GemmW4A16Perf, Prefill) {
     PerfWeights w = perf_weights(s.n, s.k);
     Tensor wd(alloc, DType::kBF16, {s.n, s.k});
     fill_random(wd, 2);
-    for (int64_t m : {65, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096, 8192}) {
+    for (int64_t m : {17, 24, 32, 33, 48, 64, 65, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096, 8192}) {
       const int iterations = m >= 2048 ? 10 : 30;
       for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
         cuda::w4a16_wgmma_config_override = c;

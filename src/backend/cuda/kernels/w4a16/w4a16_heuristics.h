@@ -54,7 +54,7 @@ struct W4A16MmaRule {
 // 67 KB of shared x would allow 3 blocks an SM, so the plan takes (1)) / 13.9 / 11.0 / 21.7; (1)
 // 30.9 / 15.2 / 15.1 / 23.0. An earlier run: M 16 (2): 35.6 / 15.7 / 13.0 / 28.8 (shared x with
 // 2 fragments: 35.7 / 18.2 / 14.1 / 28.7); M 32 (3): 54.4 / 19.5 / 16.0 / 40.0; M 64 (4): 92.2
-// / 31.6 / 24.8 / 59.7 (the wgmma kernel takes M >= 33 by default). Also dropped: shared x with
+// / 31.6 / 24.8 / 59.7 (the wgmma kernel takes M >= kW4A16WgmmaMinRows by default). Also dropped: shared x with
 // 2 chunks a step (M 1: 26.5 / 12.0 / 9.8 / 17.0 against 24.9 / 11.4 / 9.7 / 16.5 then), 6
 // stages and 4 blocks an SM (26.4 / 12.7 / 10.7 / 18.7 against 25.5 / 11.7 / 11.6 / 16.8),
 // prefetching permuted x into L1 a ring ahead (51 us on gate_up), two MMA accumulators a step (no
@@ -133,30 +133,35 @@ inline constexpr W4A16WgmmaConfig kW4A16WgmmaConfigs[] = {
     {256, 3, true},   // 1
     {128, 5, false},  // 2
     {256, 3, false},  // 3
+    {64, 8, false},   // 4
+    {64, 8, true},    // 5
 };
 inline constexpr int kW4A16WgmmaNumConfigs = sizeof(kW4A16WgmmaConfigs) / sizeof(kW4A16WgmmaConfigs[0]);
 struct W4A16WgmmaRule {
   int max_m;
   int config;
 };
-// Measured (H200, bf16 x, g128, GemmW4A16Perf.Prefill; us, the rules' configuration /
-// dequantize + cuBLASLt / dense cuBLASLt on a bf16 weight, same run): gate_up M 65: 77 / 209 /
-// 64, M 128: 78 / 213 / 66, M 512: 210 / 296 / 152, M 1024: 366 / 440 / 301, M 2048 (an earlier
-// run, fp32 dequantization): 771 / 751 / 612; qkv M 128: 30 / 52 / 17, M 512: 53 / 70 / 36,
-// M 1024: 106 / 103 / 68; o_proj M 128: 20 / 38 / 15, M 1024: 55 / 69 / 45, M 2048 (earlier):
-// 118 / 112 / 89; down M 128: 43 / 114 / 38, M 1024: 170 / 219 / 146, M 2048 (earlier): 378 /
-// 365 / 296. 128 tokens a block up to M 128 (256 pads M 65-128 to twice the MMAs: gate_up 150
-// vs 77 at M 65), 256 above (128 reads every weight tile twice at M 192-256: 152 vs 106);
-// direct x beat permuted x by 0-10% except on gate_up at M >= 512 (within 3%). Past 1024 tokens
-// the fallback's dense GEMM is as fast or faster.
-inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{128, 2}, {1 << 30, 3}};
+// Measured (H200, bf16 x, g128, GemmW4A16Perf.Prefill, 2026-12-01, after the chunk-major
+// layout and the rotated chunk order; us, the rules' configuration / dequantize + cuBLASLt /
+// dense cuBLASLt on a bf16 weight, same run): gate_up M 64: 47.9 / - / 63.6, M 128: 65.6 / 214
+// / 67.7, M 512: 203 / 300 / 156, M 1024: 355 / 447 / 306, M 2048: 710 / 748 / 607; qkv M 64:
+// 20.9 / - / 17.5, M 128: 27.1 / 51 / 18.0, M 512: 49.5 / 70 / 36.6, M 1024: 102 / 103 / 69;
+// o_proj M 64: 14.4 / - / 10.8, M 128: 19.1 / 37 / 14.0, M 1024: 51.8 / 69 / 45.4; down M 64:
+// 29.2 / - / 37.7, M 128: 38.7 / 115 / 38.3, M 1024: 164 / 221 / 148. 64 tokens a block up to
+// M 64 (half the x and MMAs of 128: gate_up M 64 47.9 vs 80.3, qkv 20.9 vs 28.0, o_proj 14.4
+// vs 17.8, down 29.2 vs 38.0), 128 up to M 128 (64 dequantizes every weight tile twice there:
+// gate_up 88.7 vs 65.6 at M 128), 256 above (128 reads every weight tile twice at M 192-256:
+// 119 vs 103); direct x beat permuted x by 0-10% except on gate_up at M >= 512 (within 3%).
+// Past 1024 tokens the fallback's dense GEMM is as fast or faster (M 4096: 1353 vs 1415).
+inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{64, 4}, {128, 2}, {1 << 30, 3}};
 inline constexpr int kW4A16WgmmaMaxRows = 1024;
-// From this M the wgmma kernel (128 tokens a block, padded) takes over from the mma.sync kernel
-// on the tile layout: M 64 (one gpu-check run, us, mma.sync / wgmma at M 65): gate_up 94.5 /
-// 77, qkv 31.4 / 28, o_proj 24.7 / 18, down 60.0 / 43; the mma.sync kernel's 64-token
-// configuration costs about the same from M 33, while at M 32 it is ahead on all four (56.9,
-// 20.6, 16.6, 41.3).
-inline constexpr int kW4A16WgmmaMinRows = 33;
+// From this M the wgmma kernel (64 tokens a block, padded) takes over from the mma.sync kernel
+// on the tile layout. Same run, us, gate_up / qkv / o_proj / down, mma.sync (its 32-token
+// configuration) against wgmma: M 17: 48.2 / 18.7 / 15.7 / 36.0 against 54.9 / 19.3 / 13.5 /
+// 28.5; M 24: 48.3 / 18.7 / 17.0 / 36.6 against 51.9 / 19.7 / 13.4 / 28.4; M 32: 48.7 / 19.0 /
+// 16.2 / 36.8 against 47.3 / 19.0 / 13.5 / 28.8 (a Llama layer's four: 118.6 against 116.2 at
+// M 17). At M 16 the mma.sync kernel's 16-token configuration is far ahead (36.6 on gate_up).
+inline constexpr int kW4A16WgmmaMinRows = 17;
 // Split K while the (N, M) tiles fill fewer than the SMs, each split at least this many 128-K
 // chunks (fp32 partials summed by launch_w4a16_reduce).
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
