@@ -4,18 +4,18 @@
 //   (w4a16_mma.cu) in passes of up to kW4A16MmaMaxRows rows, every weight byte read once per
 //   pass, split over K when N alone cannot fill the GPU (fp32 partials in scratch, summed by a
 //   second kernel); x from a fragment-order copy or, for the smallest M, from shared memory
-//   each block fills itself (the configuration and split come from w4a16_mma_plan). With group_size % 128 == 0 the scale and zero point are applied to fp32
-//   chunk sums after the MMA; otherwise each weight is dequantized to x's dtype first (one
-//   rounding of (q - z) * s). It reads both layouts; the tile layout (Int4Layout::kTiles16,
-//   made once at load time by repack_int4 below) is the fast one: one contiguous stream per warp.
+//   each block fills itself (the configuration and split come from w4a16_mma_plan). With
+//   group_size % 128 == 0 the scale and zero point are applied to fp32 chunk sums after the MMA;
+//   otherwise each weight is dequantized to x's dtype first (one rounding of (q - z) * s). It
+//   reads both layouts; the tile layout (Int4Layout::kTiles16, made once at load time by
+//   repack_int4 below) is the fast one: warps side by side stream one contiguous run.
 // - otherwise M <= kW4A16MaxRows with the row layout: the CUDA-core kernel (w4a16_small_m.cu; f32
 //   x, or K not a multiple of 128), fp32 dequantization.
 // - 16-bit x, K % 128 == 0, the tile layout and M in the wgmma kernel's range
 //   (w4a16_wgmma_enabled: 17 to 1024 tokens, ahead of the tensor-core kernel): the wgmma kernel
-//   (w4a16_wgmma.cu), each weight dequantized
-//   into registers in x's dtype (the scale rounded to it, then (q - z) * s rounded), x read by
-//   TMA as it is (groups of 128) or first permuted into the weights' K order in scratch (smaller
-//   groups), split over K when the tiles leave SMs idle.
+//   (w4a16_wgmma.cu), each weight dequantized into registers in x's dtype (the scale rounded to
+//   it, then (q - z) * s rounded), x read by TMA as it is (groups of 128) or first permuted into
+//   the weights' K order in scratch (smaller groups), split over K when the tiles leave SMs idle.
 // - otherwise (f32 x, the row layout, K % 128 != 0, M past the wgmma range): the weight is
 //   dequantized into scratch in x's dtype and multiplied by cuBLASLt. This costs a write and a
 //   read of the dense weight per call. With f32 activations the dequantized weight is exact;
