@@ -353,9 +353,10 @@ TEST(GemmW4A16Perf, MmaConfigs) {
   cuda::w4a16_wgmma_config_override = -1;
 }
 
-// The prefill range: the wgmma kernel in each configuration ("w4a16-tN": N tokens per block)
-// against the dequantize + cuBLASLt fallback ("w4a16-deq") and dense cuBLASLt on a bf16 weight
-// ("dense"), to set the M rules of w4a16_heuristics.h.
+// The prefill range: the wgmma kernel in each configuration ("w4a16-tN": N tokens per block, "p"
+// x permuted) against the kernels without it ("w4a16-deq": dequantize + cuBLASLt, or mma.sync
+// up to 64 rows) and dense cuBLASLt on a bf16 weight ("dense"), to set the M rules of
+// w4a16_heuristics.h.
 TEST(GemmW4A16Perf, Prefill) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   Allocator& alloc = cuda_backend().allocator();
@@ -367,8 +368,9 @@ TEST(GemmW4A16Perf, Prefill) {
       const int iterations = m >= 2048 ? 10 : 30;
       for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
         cuda::w4a16_wgmma_config_override = c;
-        time_w4a16("w4a16-t" + std::to_string(cuda::kW4A16WgmmaConfigs[c].tokens) + " " + s.name, w, m, s.n, s.k,
-                   iterations);
+        const cuda::W4A16WgmmaConfig& cfg = cuda::kW4A16WgmmaConfigs[c];
+        time_w4a16("w4a16-t" + std::to_string(cfg.tokens) + (cfg.permuted_x ? "p" : "") + " " + s.name, w, m, s.n,
+                   s.k, iterations);
       }
       cuda::w4a16_wgmma_config_override = -2;
       time_w4a16(std::string("w4a16-deq ") + s.name, w, m, s.n, s.k, iterations);
