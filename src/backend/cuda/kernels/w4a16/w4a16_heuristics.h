@@ -48,27 +48,30 @@ struct W4A16MmaRule {
   int max_m;
   int config;
 };
-// Measured (H200, bf16 x, g128, tile layout; GemmW4A16Perf.MmaConfigs), us, gate_up / qkv /
-// o_proj / down: M 1: shared x (0): 23.8 / 11.1 / 9.6 / 16.1; permuted (1): 30.6 / 16.0 / 14.7 /
-// 22.4. M 4: (0) 29.3 / 12.2 / 11.4 / 18.5; (1) 30.8 / 14.4 / 17.4 / 22.8. M 8: (0) 30.9 (its
-// 67 KB of shared x would allow 3 blocks an SM, so the plan takes (1)) / 13.9 / 11.0 / 21.7; (1)
-// 30.9 / 15.2 / 15.1 / 23.0. An earlier run: M 16 (2): 35.6 / 15.7 / 13.0 / 28.8 (shared x with
-// 2 fragments: 35.7 / 18.2 / 14.1 / 28.7); M 32 (3): 54.4 / 19.5 / 16.0 / 40.0; M 64 (4): 92.2
-// / 31.6 / 24.8 / 59.7 (the wgmma kernel takes M >= kW4A16WgmmaMinRows by default). Also dropped: shared x with
-// 2 chunks a step (M 1: 26.5 / 12.0 / 9.8 / 17.0 against 24.9 / 11.4 / 9.7 / 16.5 then), 6
+// Measured (H200, bf16 x, g128, tile layout; GemmW4A16Perf.MmaConfigs), us, gate_up / qkv / o_proj
+// / down: M 1: shared x (0): 23.8 / 11.1 / 9.6 / 16.1; permuted (1): 30.6 / 16.0 / 14.7 / 22.4. M
+// 4: (0) 29.3 / 12.2 / 11.4 / 18.5; (1) 30.8 / 14.4 / 17.4 / 22.8. M 8: (0) 30.9 (its 67 KB of
+// shared x would allow 3 blocks an SM, so the plan takes (1)) / 13.9 / 11.0 / 21.7; (1) 30.9 / 15.2
+// / 15.1 / 23.0. An earlier run: M 16 (2): 35.6 / 15.7 / 13.0 / 28.8 (shared x with 2 fragments:
+// 35.7 / 18.2 / 14.1 / 28.7); M 32 (3): 54.4 / 19.5 / 16.0 / 40.0; M 64 (4): 92.2 / 31.6 / 24.8 /
+// 59.7 (on the tile layout the wgmma kernel takes M >= kW4A16WgmmaMinRows). Also dropped: shared x
+// with 2 chunks a step (M 1: 26.5 / 12.0 / 9.8 / 17.0 against 24.9 / 11.4 / 9.7 / 16.5 then), 6
 // stages and 4 blocks an SM (26.4 / 12.7 / 10.7 / 18.7 against 25.5 / 11.7 / 11.6 / 16.8),
 // prefetching permuted x into L1 a ring ahead (51 us on gate_up), two MMA accumulators a step (no
-// change), and weights as the MMA's B operand (8 rows a warp: twice the warps on 72 registers,
-// but ~110 instructions per 512 bytes against ~147 per KiB; M 1: 31.4 / 12.9 / 10.9 / 19.2). The
+// change), and weights as the MMA's B operand (8 rows a warp: twice the warps on 72 registers, but
+// ~110 instructions per 512 bytes against ~147 per KiB; M 1: 31.4 / 12.9 / 10.9 / 19.2). The
 // register ring with x in shared memory also beat the streaming kernel it replaces (one producer
-// warp filling a shared ring by TMA; M 1: 37.8 / 13.8 / 11.7 / 21.6). The bound: a plain read
-// of gate_up's 58.7 MB in this kernel's access pattern takes 14.4 us (4.0 TB/s); the kernel
-// issues ~147 instructions per KiB of weights, about 0.5 a cycle per scheduler with ~3 warps each
-// (gate_up's 1792 warps fill 13.6 of an SM's slots), stalled on fixed-latency dependencies and
-// on the weight loads about equally (ncu). 2026-12-01: the chunk-major tile layout (warps side
-// by side read one contiguous run) took M 1 to 23.6 / 11.0 / 9.5 / 15.9; deeper register rings
-// (6 or 7 stages, 4 blocks an SM) and more K splits (16 to 48 warps an SM) gained nothing (M 1
-// gate_up 23.6 / 24.4 and 24.6-26.9), so the loads in flight are not what limits it.
+// warp filling a shared ring by TMA; M 1: 37.8 / 13.8 / 11.7 / 21.6). The bound: a plain read of
+// gate_up's 58.7 MB in this kernel's access pattern takes 14.4 us (4.0 TB/s); the kernel issues
+// ~147 instructions per KiB of weights, about 0.5 a cycle per scheduler with ~3 warps each
+// (gate_up's 1792 warps fill 13.6 of an SM's slots), stalled on fixed-latency dependencies and on
+// the weight loads about equally (ncu). 2026-12-01: the chunk-major tile layout (warps side by side
+// read one contiguous run) and the shared x filled with 4 loads in flight took M 1 to 22.7 / 11.5 /
+// 9.7 / 15.8; deeper register rings (6 or 7 stages, 4 blocks an SM) and more K splits (16 to 48
+// warps an SM) gained nothing (M 1 gate_up 23.6 / 24.4 and 24.6-26.9 against 23.6), so the loads in
+// flight are not what limits it; starting each group of 32 warps at its own chunk (against permuted
+// x's L2 hot spot, as the wgmma kernel does) lost (M 32 64 vs 48.5: the weights' contiguous run
+// matters more here).
 inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the

@@ -97,9 +97,9 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
 
   // The lane's 16 bytes of chunk ci (K values [128 ci, 128 ci + 128)) of row h of tile nt lie at
   // wbase[nt][h] + ci * wstride: 64 bytes apart along a row (kRows), N / 16 KiB apart in the
-  // chunk-major kTiles16 (where a warp's loads are 512 contiguous bytes). Its scales and zero points start
-  // at index group_row (32 bits: gemm_w4a16 checks; made opaque to the compiler, which would
-  // otherwise recompute it for every load, at a cost of ~4% on gate_up M = 1).
+  // chunk-major kTiles16 (where a warp's loads are 512 contiguous bytes). Its scales and zero
+  // points start at index group_row (32 bits: gemm_w4a16 checks; made opaque to the compiler,
+  // which would otherwise recompute it for every load, at a cost of ~4% on gate_up M = 1).
   const uint8_t* wbase[kNTiles][2];
   uint32_t group_row[kNTiles][2];
   const int64_t wstride = tiles ? (a.n / 16) * 1024 : 64;

@@ -224,7 +224,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kPermutedX) {
       // k-step 2 word + hf: A = {row g pair 2 hf, row g + 8 pair 2 hf, row g pair 2 hf + 1,
       // row g + 8 pair 2 hf + 1} of the lane's own 16 bytes per row (words 2 half, + 1 here).
-      const uint2 w[2] = {load_shared_u64(wsm + lane * 16 + 8 * half), load_shared_u64(wsm + 512 + lane * 16 + 8 * half)};
+      const uint2 w[2] = {load_shared_u64(wsm + lane * 16 + 8 * half),
+                          load_shared_u64(wsm + 512 + lane * 16 + 8 * half)};
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         const int i0 = 2 * (ks % 2);
@@ -257,7 +258,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
       for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(cur[ks][r])::"memory");
-    const uint64_t x_desc = hopper::smem_descriptor(ring_address + s * L::kStageBytes + half * L::kXPanelBytes, 16, 1024);
+    const uint64_t x_desc =
+        hopper::smem_descriptor(ring_address + s * L::kStageBytes + half * L::kXPanelBytes, 16, 1024);
     hopper::fence_registers(acc);
     hopper::wgmma_fence();
 #pragma unroll
