@@ -85,21 +85,17 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
   const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * 16 * kNTiles;
   const bool active = n0 < a.n;  // uniform per warp
   if (!kShared && !active) return;  // (shared x: the warp helps fill it first)
-  // K positions in 32 bits (K < 2^31); the group of a position by a shift where group_size is
-  // a power of two (a 64-bit division per load would cost more than the dequantization).
+  // K positions in 32 bits (K < 2^31).
   const int k_begin = static_cast<int>(blockIdx.y * a.k_per_split);
   const int k_end = static_cast<int>(min(a.k, int64_t{k_begin} + a.k_per_split));
-  const int64_t row_bytes = a.k / 2, num_groups = a.k / a.group_size;
-  const unsigned group_size = static_cast<unsigned>(a.group_size);
-  const bool group_pow2 = (group_size & (group_size - 1)) == 0;
-  const int group_shift = __ffs(static_cast<int>(group_size)) - 1;
+  const int64_t row_bytes = a.k / 2;
+  const GroupIndex groups(a.group_size);
   const int64_t chunks_per_row = a.k / 128;
 
   // The lane's 16 bytes of chunk ci (K values [128 ci, 128 ci + 128)) of row h of tile nt lie at
   // wbase[nt][h] + ci * wstride: 64 bytes apart along a row (kRows), N / 16 KiB apart in the
   // chunk-major kTiles16 (where a warp's loads are 512 contiguous bytes). Its scales and zero
-  // points start at index group_row (32 bits: gemm_w4a16 checks; made opaque to the compiler,
-  // which would otherwise recompute it for every load, at a cost of ~4% on gate_up M = 1).
+  // points start at index group_row.
   const uint8_t* wbase[kNTiles][2];
   uint32_t group_row[kNTiles][2];
   const int64_t wstride = tiles ? (a.n / 16) * 1024 : 64;
@@ -110,8 +106,7 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
       const int64_t n = min(n0 + 16 * nt + 8 * h + g, a.n - 1);  // a clamped row is never written
       wbase[nt][h] = tiles ? a.qweight + (n0 / 16 + nt) * 1024 + h * 512 + lane * 16
                            : a.qweight + n * row_bytes + 16 * t;
-      group_row[nt][h] = static_cast<uint32_t>(n * num_groups);
-      asm volatile("" : "+r"(group_row[nt][h]));
+      group_row[nt][h] = groups.row_start(n, a.k);
     }
 
   // Steps at or past k_end are never computed: no loads. A chunk past k_end inside a computed
@@ -121,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
     for (int c = 0; c < kChunks; ++c) {
       const unsigned kk = static_cast<unsigned>(k0 + 128 * c + 32 * t);
       const bool valid = k0 + 128 * c < k_end;
-      const unsigned group = group_pow2 ? kk >> group_shift : kk / group_size;
+      const unsigned group = groups.of(kk);
       const unsigned chunk = static_cast<unsigned>(k0 + 128 * c) >> 7;
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt)
@@ -130,7 +125,7 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
           if (valid) {
             s.w[nt][h][c] = load_streaming(wbase[nt][h] + chunk * wstride);
             s.scale[nt][h][c] = load_scale<kScale>(a.scales, group_row[nt][h] + group);
-            s.zero[nt][h][c] = a.zeros != nullptr ? load_u8_nc(a.zeros + (group_row[nt][h] + group)) : 8u;
+            s.zero[nt][h][c] = load_zero(a.zeros, group_row[nt][h] + group);
           } else if (kChunks > 1) {
             s.w[nt][h][c] = make_uint4(0, 0, 0, 0);
             s.scale[nt][h][c] = 0;

@@ -168,18 +168,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t tile = tile0 + tile_in_block;
   const bool tile_valid = tile * 16 < a.n;  // uniform per warp; a warp past N multiplies garbage, stores nothing
   const int64_t row[2] = {min(tile * 16 + g, a.n - 1), min(tile * 16 + 8 + g, a.n - 1)};
-  // Scale and zero-point indices in 32 bits (gemm_w4a16 checks), a row's first one made opaque
-  // to the compiler (which would otherwise recompute it for every load); the group of a K
-  // position by a shift where group_size is a power of two.
-  uint32_t group_row[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    group_row[h] = static_cast<uint32_t>(row[h] * (a.k / a.group_size));
-    asm volatile("" : "+r"(group_row[h]));
-  }
-  const unsigned group_size = static_cast<unsigned>(a.group_size);
-  const bool group_pow2 = (group_size & (group_size - 1)) == 0;
-  const int group_shift = __ffs(static_cast<int>(group_size)) - 1;
+  const GroupIndex groups(a.group_size);
+  const uint32_t group_row[2] = {groups.row_start(row[0], a.k), groups.row_start(row[1], a.k)};
   const uint32_t lo_hi = static_cast<uint32_t>(t * 0x11 + (4 + t) * 0x1100);
 
   // The lane's scale and zero point of rows g, g + 8 for chunk c (permuted x: K 128 c + 32 t ..
@@ -190,11 +180,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint32_t raw_s[kScaleAhead][2], raw_z[kScaleAhead][2];
   auto load_group = [&](int c, uint32_t (&rs)[2], uint32_t (&rz)[2]) {
     const unsigned kk = static_cast<unsigned>(c * kChunkK + (kPermutedX ? 32 * t : 0));
-    const unsigned group = group_pow2 ? kk >> group_shift : kk / group_size;
+    const unsigned group = groups.of(kk);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       rs[h] = load_scale<kScale>(a.scales, group_row[h] + group);
-      rz[h] = a.zeros != nullptr ? load_u8_nc(a.zeros + (group_row[h] + group)) : 8u;
+      rz[h] = load_zero(a.zeros, group_row[h] + group);
     }
   };
 
