@@ -4,8 +4,12 @@
 //   that the sequences may part at a step where the CUDA logits of the reference token and of
 //   the chosen one are within 0.15 (a near tie that bf16 activations can flip; see
 //   hf_goldens_gpu_test.cc), after which the continuation is not compared;
-// - prefill logits (prompts of 5 and 29 tokens: the small-M kernel and the dequantize + cuBLASLt
-//   path) within the bf16 bounds of hf_goldens_gpu_test.cc (mean 0.08, max 1.2);
+// - prefill logits (prompts of 5 and 29 tokens: the mma.sync kernel and, where K is a multiple
+//   of 128, the wgmma kernel) within the bf16 bounds of hf_goldens_gpu_test.cc (max 1.2, mean
+//   0.08), the mean widened to 0.12: the wgmma kernel rounds a checkpoint's f16 scales to bf16
+//   before it rounds each weight (as vLLM's Marlin, which converts the scales to the activation
+//   dtype at load), a second rounding the mma.sync kernel does not make (w4a16_wgmma.cu says
+//   why). The GPTQ model's 29-token prompt: mean 0.088 on the H200;
 // - with f32 activations (BRISK_CUDA_ACTIVATION_DTYPE=f32): the int4 kernel's logits within
 //   2e-4 + 2e-4 * |x| of the same folder dequantized to dense f32 on the GPU (see the test).
 #include <gtest/gtest.h>
@@ -110,7 +114,7 @@ TEST_P(QuantModelGpu, PrefillLogitsMatchDequantizedCpu) {
       total += error;
     }
     EXPECT_LE(worst, 1.2) << GetParam() << " prompt of " << prompt.size();
-    EXPECT_LE(total / count, 0.08) << GetParam() << " prompt of " << prompt.size();
+    EXPECT_LE(total / count, 0.12) << GetParam() << " prompt of " << prompt.size();
     std::printf("%s prompt of %zu: max |error| %.4f, mean %.5f\n", GetParam().c_str(), prompt.size(), worst,
                 total / count);
   }

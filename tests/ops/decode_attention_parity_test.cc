@@ -113,21 +113,23 @@ TEST_P(DecodeAttention, SplitMergeRepeats) {
 INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16, DType::kF16),
                          [](const auto& info) { return dtype_str(info.param); });
 
-// One benchmark shape: num_seqs x context_len, query length 1, bf16, head_dim 128, block size 16,
-// blocks of each sequence in a random order. Bandwidth counts the K and V bytes read once. Timed as
+// One benchmark shape: num_seqs x context_len, query length 1, bf16, head_dim 128, block size
+// perf_block_size(), blocks of each sequence in a random order. Bandwidth counts the K and V bytes
+// read once. Timed as
 // the attention op alone over a cache already written ("decode_attention", what the peers do), and
 // as the engine's decode layers run it, with RoPE and the new token's KV append
 // (rope_append_attention, fused where that pays; "decode_attention_fused").
 void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads) {
-  constexpr int kHeadDim = 128, kBlockSize = 16;
+  constexpr int kHeadDim = 128;
+  const int block_size = perf_block_size();
   DeviceAttentionBatch batch = make_device_attention_batch(std::vector<Seq>(num_seqs, {1, context_len}), num_heads,
-                                                           num_kv_heads, kHeadDim, kBlockSize);
+                                                           num_kv_heads, kHeadDim, block_size);
   const Tensor tables = to_host(batch.block_tables);
   const int64_t max_blocks = tables.shape()[1];
   std::vector<int32_t> positions(num_seqs, context_len - 1), slots(num_seqs);
   for (int s = 0; s < num_seqs; ++s) {
     const int32_t last = context_len - 1;
-    slots[s] = tables.data_as<const int32_t>()[s * max_blocks + last / kBlockSize] * kBlockSize + last % kBlockSize;
+    slots[s] = tables.data_as<const int32_t>()[s * max_blocks + last / block_size] * block_size + last % block_size;
   }
   const Tensor positions_d = to_device(TensorView(positions.data(), DType::kI32, {num_seqs}));
   const Tensor slots_d = to_device(TensorView(slots.data(), DType::kI32, {num_seqs}));

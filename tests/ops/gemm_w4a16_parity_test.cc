@@ -4,7 +4,7 @@
 // Tolerance: |cuda - cpu| <= atol + rtol * |cpu|, rtol = one rounding of y's dtype and, by the
 // path gemm_w4a16 takes (kernels/w4a16/w4a16_heuristics.h):
 // - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows (tensor-core kernel, passes of up
-//   to 64 rows; the wgmma kernel below from M = 33 on the tile layout): with group % 128
+//   to 64 rows; the wgmma kernel below from M = 17 on the tile layout): with group % 128
 //   != 0 each weight is dequantized to x's dtype, the scale rounded to it first: two roundings
 //   of every weight (2^-9 relative each for bf16, |w| <= 0.3, rms ~0.1) add up to ~1e-4 *
 //   sqrt(K) rms; with group % 128 == 0 the scale is applied to fp32 sums (more accurate):
@@ -225,6 +225,14 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
       {520, 4096, 512, 64, false, bf16, bf16, false, false, bf16},
   };
   for (const W4Case& c : cases) check_w4a16(c);
+  // The bottom of its M range, and one to two 128-K chunks (small models: hidden size 128).
+  for (int64_t m : {17, 29, 32}) {
+    for (int64_t k : {128, 256}) {
+      check_w4a16({m, 128, k, 64, false, bf16, bf16, false, false});
+      check_w4a16({m, 256, k, 128, true, bf16, bf16, false, false, bf16});
+      check_w4a16({m, 256, k, 32, true, f16, f16, false, false});
+    }
+  }
   for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
     cuda::w4a16_wgmma_config_override = c;
     check_w4a16({97, 272, 1536, 128, true, bf16, bf16, true, false});

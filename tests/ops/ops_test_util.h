@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "brisk/engine.h"
 #include "unit/backend_cpu/op_test_util.h"
 
 namespace brisk::testing {
@@ -67,6 +68,14 @@ inline double output_rtol(DType dtype) { return rounding_tolerance(dtype); }
 inline bool perf_enabled() {
   const char* env = std::getenv("BRISK_OPS_PERF");
   return env != nullptr && std::string(env) == "1";
+}
+
+// The KV cache block size of the attention benchmarks: the engine's default (EngineOptions), or
+// BRISK_PERF_BLOCK_SIZE (a power of two) to compare others.
+inline int perf_block_size() {
+  const char* env = std::getenv("BRISK_PERF_BLOCK_SIZE");
+  const int size = env != nullptr ? std::atoi(env) : 0;
+  return size >= 8 && size <= 1024 && (size & (size - 1)) == 0 ? size : EngineOptions{}.block_size;
 }
 
 // Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the

@@ -97,7 +97,7 @@ TEST_P(PrefillAttention, RaggedBatches) {
 INSTANTIATE_TEST_SUITE_P(DTypes, PrefillAttention, ::testing::Values(DType::kBF16, DType::kF16),
                          [](const auto& info) { return dtype_str(info.param); });
 
-// One benchmark batch: bf16, 32 / 8 heads, head_dim 128, block size 16, blocks in a random order,
+// One benchmark batch: bf16, 32 / 8 heads, head_dim 128, block size perf_block_size(), blocks in a random order,
 // each sequence's new tokens the last q_len of its context (their K / V already in the cache).
 // FLOPs: useful causal ones, 4 heads d (q_len (context - q_len) + q_len^2 / 2) per sequence.
 void prefill_attention_perf(const std::string& name, const std::vector<Seq>& seqs) {
@@ -105,7 +105,7 @@ void prefill_attention_perf(const std::string& name, const std::vector<Seq>& seq
   double flops = 0;
   for (const Seq& s : seqs)
     flops += 4.0 * kHeads * kHeadDim * (double(s.q_len) * (s.context_len - s.q_len) + 0.5 * double(s.q_len) * s.q_len);
-  DeviceAttentionBatch batch = make_device_attention_batch(seqs, kHeads, 8, kHeadDim, 16);
+  DeviceAttentionBatch batch = make_device_attention_batch(seqs, kHeads, 8, kHeadDim, perf_block_size());
   report_perf("prefill_attention", name, 0.0, flops, [&] { cuda_backend().attention(batch.params); }, 20);
 }
 
