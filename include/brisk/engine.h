@@ -22,7 +22,7 @@ struct EngineOptions {
   int64_t max_model_len = 0;            // 0: the model's max_position_embeddings
   int64_t max_num_seqs = 256;           // sequences running at once
   int64_t max_num_batched_tokens = 2048;  // token budget of one step (prefill chunks + decodes)
-  int block_size = 16;                  // tokens per KV block
+  int block_size = 64;                  // tokens per KV block
   // Fraction of free memory ("0.9") or a size ("4GiB"); empty: 0.9 on a GPU, 0.2 of available
   // host memory on the CPU (pages are only touched as the cache fills).
   std::string kv_cache_memory;
