@@ -55,6 +55,16 @@
 // now (ncu source counters, 4 x 4096): 7.5% of samples waiting for a K/V stage to land (the loads
 // alone, 718 TFLOP/s-equivalent here, move ~5.5 TB/s out of L2), 6.7% at the ping-pong turn, 5%
 // waiting for S, ~12% issuing wgmmas; tensor pipe ~55% of cycles.
+// 2026-12-01: the engine's block size 64 (was 16; the benchmark follows it): boxes of 64 rows
+// instead of 16, 512 / 564 / 369 / 584 -> 540 / 619 / 381 / 637 in one run (128 and 256 within
+// 1% of 64). Tried and dropped that day (same-run comparisons): items in runs of 2-8 row tiles
+// per (kv head, sequence), so the blocks working at once share K / V streams in L2 (ragged 362
+// -> 329-259, the rest within 3%); an item's last P V issued with the next item's first S, Q
+// loaded per consumer warpgroup half (546 / 601 / 384 / 647 against 542 / 617 / 383 / 638: the
+// item boundary is not where the time goes); a 64-key last tile (m64n64 S, half the P V). ptxas
+// serialises every wgmma of the kernel (C7514 / C7515 in -Xptxas -v, 20-30% slower) when a
+// wgmma's shape or issue depends on a branch, or accumulators are read before the wait that
+// covers them on some path: check for those messages after changing the loop.
 #pragma once
 
 #include <cstdint>
