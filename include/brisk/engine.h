@@ -107,6 +107,10 @@ class RequestStream {
   virtual uint64_t id() const = 0;
   // Blocks until an event is available or the timeout passes (nullopt).
   virtual std::optional<RequestEvent> next(std::chrono::milliseconds timeout = std::chrono::hours(24)) = 0;
+  // Calls `notify` after each event is queued (on the engine's thread, outside the stream's
+  // lock; it must not block), and once now if events are already waiting, so one thread can wait
+  // for many streams without polling them. Replaces an earlier notify; empty: none.
+  virtual void set_notify(std::function<void()> notify) = 0;
 };
 
 struct EngineStats {

@@ -37,15 +37,29 @@ std::optional<RequestEvent> EventQueue::next(std::chrono::milliseconds timeout) 
   return event;
 }
 
+void EventQueue::set_notify(std::function<void()> notify) {
+  bool waiting = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    notify_ = std::move(notify);
+    waiting = notify_ && !events_.empty();
+    if (waiting) notify = notify_;
+  }
+  if (waiting) notify();
+}
+
 void EventQueue::push(RequestEvent event) {
   event.time = std::chrono::steady_clock::now();
+  std::function<void()> notify;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     BRISK_ASSERT(num_unfinished_ > 0);  // one terminal event per sample, nothing after the last
     if (event.kind == RequestEvent::Kind::kFinished) num_unfinished_--;
     events_.push_back(std::move(event));
+    notify = notify_;
   }
   ready_.notify_all();
+  if (notify) notify();
 }
 
 namespace {

@@ -20,6 +20,7 @@ class EventQueue final : public RequestStream {
   explicit EventQueue(uint64_t id) : id_(id) {}
   uint64_t id() const override { return id_; }
   std::optional<RequestEvent> next(std::chrono::milliseconds timeout) override;
+  void set_notify(std::function<void()> notify) override;
   void push(RequestEvent event);
   // Before any event: the stream ends after this many kFinished events (one per sample).
   void expect_samples(int32_t num_samples) { num_unfinished_ = num_samples; }
@@ -29,6 +30,7 @@ class EventQueue final : public RequestStream {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<RequestEvent> events_;
+  std::function<void()> notify_;
   int32_t num_unfinished_ = 1;
 };
 

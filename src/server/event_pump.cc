@@ -1,6 +1,8 @@
 #include "server/event_pump.h"
 
 #include <chrono>
+#include <functional>
+#include <utility>
 
 namespace brisk::server {
 
@@ -22,30 +24,28 @@ EventPump::EventPump() : thread_([this] { loop(); }) {}
 
 EventPump::~EventPump() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(wake_->mutex);
+    wake_->stop = true;
   }
-  wake_.notify_all();
+  wake_->cv.notify_all();
   thread_.join();
 }
 
 void EventPump::watch(std::shared_ptr<RequestStream> stream, int32_t num_samples, int32_t prompt_index,
                       std::shared_ptr<EventInbox> inbox) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    incoming_.push_back({std::move(stream), num_samples, prompt_index, std::move(inbox)});
+    std::lock_guard<std::mutex> lock(wake_->mutex);
+    wake_->incoming.push_back({std::move(stream), num_samples, prompt_index, std::move(inbox)});
   }
-  wake_.notify_all();
+  wake_->cv.notify_all();
 }
 
-bool EventPump::sweep(std::vector<Watched>& watched) {
-  bool moved = false;
+void EventPump::sweep(std::vector<Watched>& watched) {
   for (size_t i = 0; i < watched.size();) {
     Watched& w = watched[i];
     while (w.num_unfinished > 0) {
       std::optional<RequestEvent> event = w.stream->next(std::chrono::milliseconds(0));
       if (!event) break;
-      moved = true;
       if (event->kind == RequestEvent::Kind::kFinished) {
         // A request rejected at admission ends with one kError for all of its samples.
         w.num_unfinished = event->rejected ? 0 : w.num_unfinished - 1;
@@ -53,31 +53,42 @@ bool EventPump::sweep(std::vector<Watched>& watched) {
       w.inbox->deliver({w.prompt_index, std::move(*event)});
     }
     if (w.num_unfinished == 0) {
+      w.stream->set_notify({});
       watched[i] = std::move(watched.back());
       watched.pop_back();
     } else {
       ++i;
     }
   }
-  return moved;
 }
 
 void EventPump::loop() {
-  std::vector<Watched> watched;
-  bool moved = false;
-  while (true) {
+  // The streams' callback: marks an event and wakes this thread (never blocks the engine for
+  // longer than the lock).
+  const std::shared_ptr<Wake> wake = wake_;
+  const std::function<void()> notify = [wake] {
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      // Idle: sleep until a stream arrives. Watching: poll again at once after progress, else
-      // after a short nap (the engine produces a step's events every few milliseconds at most).
-      auto ready = [&] { return stop_ || !incoming_.empty(); };
-      if (watched.empty()) wake_.wait(lock, ready);
-      else if (!moved) wake_.wait_for(lock, std::chrono::microseconds(500), ready);
-      if (stop_) return;
-      for (Watched& w : incoming_) watched.push_back(std::move(w));
-      incoming_.clear();
+      std::lock_guard<std::mutex> lock(wake->mutex);
+      wake->events = true;
     }
-    moved = sweep(watched);
+    wake->cv.notify_one();
+  };
+  std::vector<Watched> watched;
+  while (true) {
+    std::vector<Watched> arrived;
+    {
+      std::unique_lock<std::mutex> lock(wake->mutex);
+      wake->cv.wait(lock, [&] { return wake->stop || wake->events || !wake->incoming.empty(); });
+      if (wake->stop) return;
+      wake->events = false;  // an event from here on wakes the next round
+      arrived = std::exchange(wake->incoming, {});
+    }
+    // Events queued before the callback was set are announced by set_notify itself.
+    for (Watched& w : arrived) {
+      w.stream->set_notify(notify);
+      watched.push_back(std::move(w));
+    }
+    sweep(watched);
   }
 }
 

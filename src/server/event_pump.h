@@ -1,10 +1,10 @@
 // Moves engine events to HTTP coroutines without blocking an Asio thread per request.
 //
 // The engine's RequestStream::next blocks; thousands of open streams must not need thousands of
-// threads. One pump thread polls every watched stream without waiting, appends what it finds to
-// the request's EventInbox and wakes the coroutine through the inbox's channel (a signal: many
-// events may arrive per wake-up). When a sweep finds nothing the pump sleeps briefly; event
-// timestamps come from the engine, so latency metrics do not include the pump's delay.
+// threads. One pump thread sleeps until a watched stream signals a new event (set_notify), then
+// drains every watched stream without waiting, appends what it finds to the request's EventInbox
+// and wakes the coroutine through the inbox's channel (a signal: many events may arrive per
+// wake-up). Event timestamps come from the engine.
 // A stream is watched until all of its samples have finished (a cancelled request still ends
 // with kFinished), so the pump never drops a stream with events the engine still holds.
 #pragma once
@@ -64,14 +64,20 @@ class EventPump {
     int32_t prompt_index = 0;
     std::shared_ptr<EventInbox> inbox;
   };
+  // What the pump thread waits on, shared with the streams' notify callbacks (which may outlive
+  // the pump).
+  struct Wake {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<Watched> incoming;
+    bool events = false;  // some stream signalled since the last sweep began
+    bool stop = false;
+  };
   void loop();
-  // Drains every watched stream once; returns whether any event moved.
-  bool sweep(std::vector<Watched>& watched);
+  // Drains every watched stream once, dropping those whose last sample finished.
+  static void sweep(std::vector<Watched>& watched);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<Watched> incoming_;
-  bool stop_ = false;
+  std::shared_ptr<Wake> wake_ = std::make_shared<Wake>();
   std::thread thread_;
 };
 
