@@ -38,14 +38,13 @@ std::optional<RequestEvent> EventQueue::next(std::chrono::milliseconds timeout) 
 }
 
 void EventQueue::set_notify(std::function<void()> notify) {
-  bool waiting = false;
+  std::function<void()> call_now;  // called outside the lock, as from push
   {
     std::lock_guard<std::mutex> lock(mutex_);
     notify_ = std::move(notify);
-    waiting = notify_ && !events_.empty();
-    if (waiting) notify = notify_;
+    if (!events_.empty()) call_now = notify_;
   }
-  if (waiting) notify();
+  if (call_now) call_now();
 }
 
 void EventQueue::push(RequestEvent event) {

@@ -115,10 +115,9 @@ INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16
 
 // One benchmark shape: num_seqs x context_len, query length 1, bf16, head_dim 128, block size
 // perf_block_size(), blocks of each sequence in a random order. Bandwidth counts the K and V bytes
-// read once. Timed as
-// the attention op alone over a cache already written ("decode_attention", what the peers do), and
-// as the engine's decode layers run it, with RoPE and the new token's KV append
-// (rope_append_attention, fused where that pays; "decode_attention_fused").
+// read once. Timed as the attention op alone over a cache already written ("decode_attention",
+// what the peers do), and as the engine's decode layers run it, with RoPE and the new token's KV
+// append (rope_append_attention, fused where that pays; "decode_attention_fused").
 void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads) {
   constexpr int kHeadDim = 128;
   const int block_size = perf_block_size();

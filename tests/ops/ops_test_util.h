@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -75,7 +76,8 @@ inline bool perf_enabled() {
 inline int perf_block_size() {
   const char* env = std::getenv("BRISK_PERF_BLOCK_SIZE");
   const int size = env != nullptr ? std::atoi(env) : 0;
-  return size >= 8 && size <= 1024 && (size & (size - 1)) == 0 ? size : EngineOptions{}.block_size;
+  const bool valid = size >= 8 && size <= 1024 && std::has_single_bit(static_cast<unsigned>(size));
+  return valid ? size : EngineOptions{}.block_size;
 }
 
 // Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the

@@ -97,8 +97,9 @@ TEST_P(PrefillAttention, RaggedBatches) {
 INSTANTIATE_TEST_SUITE_P(DTypes, PrefillAttention, ::testing::Values(DType::kBF16, DType::kF16),
                          [](const auto& info) { return dtype_str(info.param); });
 
-// One benchmark batch: bf16, 32 / 8 heads, head_dim 128, block size perf_block_size(), blocks in a random order,
-// each sequence's new tokens the last q_len of its context (their K / V already in the cache).
+// One benchmark batch: bf16, 32 / 8 heads, head_dim 128, block size perf_block_size(), blocks in
+// a random order, each sequence's new tokens the last q_len of its context (their K / V already
+// in the cache).
 // FLOPs: useful causal ones, 4 heads d (q_len (context - q_len) + q_len^2 / 2) per sequence.
 void prefill_attention_perf(const std::string& name, const std::vector<Seq>& seqs) {
   constexpr int kHeads = 32, kHeadDim = 128;
