@@ -7,9 +7,10 @@
 // up-front errors (those would need a device-to-host copy). max_query_len and max_context_len,
 // when given, must be upper bounds: they size the grid. The launch shape depends on host-known
 // sizes only, so the op can be captured in a CUDA graph with max_context_len set to the model's
-// maximum. The decode kernel reads query_start, context_lens and block_tables before its
-// programmatic-dependent wait (to start streaming K / V sooner): they must not be written by the
-// kernel launched just before the op (the engine writes them with host copies).
+// maximum. The decode kernel reads query_start, context_lens, block_tables and the K / V of
+// every key but the new tokens' before its programmatic-dependent wait (to start streaming K / V
+// sooner): they must not be written by the kernel launched just before the op (the engine writes
+// the first three with host copies, and the cache only by rope_kv_append, the new tokens').
 // fused_rope_append_attention runs rope_kv_append (without q / k norms) inside the decode kernel.
 #include <bit>
 #include <limits>

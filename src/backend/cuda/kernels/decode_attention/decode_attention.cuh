@@ -7,10 +7,10 @@
 //
 // Start-up (it decides the single-wave shapes, where every block starts at once): the ragged
 // layout, the block table and an L2 prefetch of the split's first keys are issued before the
-// programmatic-dependent wait, so they overlap the previous kernel's tail; after it, in a single
-// wave, q is loaded before the pipeline fill, so its loads do not queue behind the burst of
-// every block's fill. With the fused append (below), in a grid of several waves, the fill itself
-// goes before the wait unless it holds new keys.
+// programmatic-dependent wait, so they overlap the previous kernel's tail, and so does the
+// pipeline fill unless it holds new tokens' keys (with the fused append, below: only in a grid of
+// several waves). A fill issued after the wait goes after q in a single wave, so that q's loads
+// do not queue behind the burst of every block's fill.
 //
 // Mainloop (kWarps warps): key tiles of 16 kWarps keys (K and V, 16-byte cp.async with zero
 // fill, rows XOR-swizzled for conflict-free ldmatrix) stream through a kStages-deep
@@ -142,13 +142,19 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   // tiles that hold them are issued: before the fill when it holds them, else after it (the main
   // loop's first barrier orders the writes before the later tiles' copies).
   const int tiles_key_end = split_key0 + num_tiles * kTileKeys;
-  const bool appends = a.rope.qkv != nullptr && num_tiles > 0 && tiles_key_end > context_len - q_len;
-  const bool append_first = appends && max(context_len - q_len - split_key0, 0) / kTileKeys < kStages - 1;
-  // With the append fused, no kernel before this one writes the cache (the one just before writes
-  // qkv), so a fill without new keys may go out before the wait, overlapping that kernel's tail.
-  // That pays where blocks start in waves (H200, fused: 64 x 4096 257.7 -> 255.3 us, 256 x 512
-  // 155.3 -> 151.2), not in a single wave (1 x 32768 39.0 -> 40.0).
-  const bool fill_early = a.rope.qkv != nullptr && !append_first && !a.single_wave;
+  const bool has_new = num_tiles > 0 && tiles_key_end > context_len - q_len;  // keys of new tokens
+  const bool fill_has_new = has_new && max(context_len - q_len - split_key0, 0) / kTileKeys < kStages - 1;
+  const bool appends = a.rope.qkv != nullptr && has_new;
+  const bool append_first = appends && fill_has_new;
+  // Only the new tokens' K / V are written by a kernel still in flight (the previous one, or this
+  // block with the append fused; every other key's were written by kernels that completed before
+  // the previous one started, pdl.cuh), so a fill without new keys may go out before the wait,
+  // overlapping the previous kernel's tail. That pays where blocks start in waves (H200, fused:
+  // 64 x 4096 257.7 -> 255.3 us, 256 x 512 155.3 -> 151.2), not in a fused single wave (1 x 32768
+  // 39.0 -> 40.0). Without the fused append, in one run: 64 x 4096 244.4 -> 241.4 us, 256 x 512
+  // 136.4 -> 134.2, 8 x 4096 32 / 32 124.5 -> 122.8; in a single wave 8 x 4096 36.9 -> 36.4, 1 x
+  // 32768 38.2 -> 38.5.
+  const bool fill_early = !fill_has_new && (a.rope.qkv == nullptr || !a.single_wave);
   if (fill_early) tiles.issue_fill(ring_s, fill_ids);
   NewKv<kHeadDim, kThreads> new_kv;
   if (appends) new_kv.prepare(a, q_begin, q_len);
