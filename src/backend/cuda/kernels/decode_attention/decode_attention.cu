@@ -20,6 +20,12 @@ void launch_decode_attention_instance(const DecodeAttentionArgs& a, cudaStream_t
 // The cache's block size (engine default 64 since 2026-12-01, 16 before) moves them a little: 16
 // -> 64 took 8 x 4096 from 3.55 to 3.62 TB/s and 1 x 32768 from 3.46 to 3.52 (128, 256: the same
 // within 1%).
+// 8-warp blocks, one per SM (the same keys in flight per SM as two 4-warp blocks), with half the
+// splits: 1 x 32768 38.9 us against 37.7, 8 x 4096 37.5 against 36.4-37.0 (2026-12-02). They
+// were the shape for a merge in cluster pairs (decode_merge.cuh), as the H200 co-schedules 132
+// clusters of two 4-warp blocks but only 62 of four, 30 of eight, 14 of sixteen
+// (cudaOccupancyMaxActiveClusters; 8-warp blocks: 66 / 30 / 15 / 7): fewer than a wave of 256
+// blocks needs in clusters of four or more.
 #define BRISK_DECODE_INSTANCES(X)             \
   X(FloatType::kBF16, 64, 4, 4, 3, 0)        \
   X(FloatType::kF16, 64, 4, 4, 3, 0)         \
