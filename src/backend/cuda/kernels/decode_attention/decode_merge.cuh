@@ -33,7 +33,9 @@ namespace brisk::cuda::decode {
 // chains every split's max and exp2), 39.4 / 36.4; 16-byte cp.async of every split with the max
 // first and independent weights, 38.1-38.4 / 36.8-37.1; cluster pairs of split blocks folding
 // through distributed shared memory first (decode_attention.cu says why in 8-warp blocks), 38.3-
-// 38.5 / 37.1-37.2.
+// 38.5 / 37.1-37.2; tickets taken as each block's keys are done (so the last block knows it is
+// last while its warps still merge) and the others' partials awaited with an acquire load, 38.7-
+// 38.9 / 36.7-36.8 against 38.6 / 36.7-36.9.
 template <int kHeadDim, int kThreads, int kBufferBytes>
 __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
                                              int kv_head, uint8_t* buffer) {
