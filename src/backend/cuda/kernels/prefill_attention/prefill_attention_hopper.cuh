@@ -4,10 +4,10 @@
 // Work split: items of kRows rows as in the mma.sync kernel (prefill_attention.cuh): (kv head,
 // sequence, row tile), the rows (token, head) pairs of one sequence sharing the kv head,
 // token-major (row = token * group + head in group), so each K/V tile serves the whole GQA
-// group. Persistent: one block per SM strides over the items in longest-first order (row tiles
-// from the last one down: the long causal rows first, the short ones fill the tail); items past
-// a sequence's rows are skipped without a launch. The K/V stage ring and its barrier phases run
-// on across a block's items.
+// group. Persistent: one block per SM strides over the items sequence by sequence, each in
+// longest-first order (row tiles from the last one down: the long causal rows first, the short
+// ones fill the tail; hopper_work); items past a sequence's rows are skipped without a launch.
+// The K/V stage ring and its barrier phases run on across a block's items.
 //
 // Roles: warpgroup 0 is the producer (its registers given away with setmaxnreg; one warp
 // works): per K/V tile it waits for a free stage (the `empty` barrier), announces the stage's
@@ -129,15 +129,23 @@ struct HopperWork {
   int kv_head, seq, q_begin, row0, num_rows, past, key_base, key_end, num_tiles;
 };
 
-// Item `item` in longest-first order: row tiles from the last one down (the long causal rows
-// first), then sequences, then kv heads. num_rows <= 0: the sequence has no such row tile.
+// Item `item`: sequence by sequence, each in longest-first order (row tiles from the last one
+// down, the long causal rows first; then kv heads), so that the blocks working at once take
+// several row tiles of the same one or two sequences, whose K / V stay in L2 between them.
+// num_rows <= 0: the sequence has no such row tile. The whole batch in longest-first order (row
+// tiles, then sequences, then kv heads) had the blocks working at once on up to 17 sequences,
+// each row tile reading its K / V from DRAM again (ragged batch: 60% of DRAM bandwidth, 2.9 TB/s,
+// ncu): H200, 2026-12-02, that order / groups of 8, 4, 2 sequences / one: 4 x 4096 549 / 547 /
+// 547 / 561 / 568 TFLOP/s, ragged 64 x 100-2000 381-385 / 413 / 419 / 410 / 422 (1 x 16384 and
+// the 2048-token chunk, one sequence, 592-635 and 640-644 in every run).
 template <int kRows, int kTileKeys>
 __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a, int item, int group) {
   HopperWork w;
-  w.kv_head = item % a.num_kv_heads;
-  const int rest = item / a.num_kv_heads;
-  w.seq = rest % a.num_seqs;
-  const int row_tile = a.num_row_tiles - 1 - rest / a.num_seqs;
+  const int seq_items = a.num_kv_heads * a.num_row_tiles;
+  w.seq = item / seq_items;
+  const int local = item % seq_items;
+  w.kv_head = local % a.num_kv_heads;
+  const int row_tile = a.num_row_tiles - 1 - local / a.num_kv_heads;
   w.q_begin = a.query_start[w.seq];
   const int q_len = a.query_start[w.seq + 1] - w.q_begin;
   const int context_len = a.context_lens[w.seq];
