@@ -263,7 +263,9 @@ TEST(Engine, TopLogprobsRankTheRawDistribution) {
     EXPECT_FLOAT_EQ(top[0].logprob, result.logprobs[t]);
     double mass = 0.0;
     for (size_t j = 0; j < top.size(); ++j) {
-      if (j > 0) EXPECT_LE(top[j].logprob, top[j - 1].logprob);
+      if (j > 0) {
+        EXPECT_LE(top[j].logprob, top[j - 1].logprob);
+      }
       mass += std::exp(top[j].logprob);
     }
     EXPECT_LE(mass, 1.0 + 1e-5);
