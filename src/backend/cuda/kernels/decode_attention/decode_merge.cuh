@@ -28,14 +28,15 @@ namespace brisk::cuda::decode {
 // globaltimer probes): 1 x 32768 (32 splits) and 8 x 4096 (4 splits) took 39.1 / 37.5 us, and
 // 35.1 / 35.1 with no merge at all (partials written, never merged); 3.6-3.9 us lay between the
 // last block's partials and the end of its merge (its stores' release, its count and its loads
-// are trips to L2 one after the other). Tried and dropped then, same runs (us, 1 x 32768 / 8 x 4096):
-// each thread loading 8 splits at a time into registers, folded one by one (the online rescale
-// chains every split's max and exp2), 39.4 / 36.4; 16-byte cp.async of every split with the max
-// first and independent weights, 38.1-38.4 / 36.8-37.1; cluster pairs of split blocks folding
-// through distributed shared memory first (decode_attention.cu says why in 8-warp blocks), 38.3-
-// 38.5 / 37.1-37.2; tickets taken as each block's keys are done (so the last block knows it is
-// last while its warps still merge) and the others' partials awaited with an acquire load, 38.7-
-// 38.9 / 36.7-36.8 against 38.6 / 36.7-36.9.
+// are trips to L2 one after the other). Tried and dropped then (us, 1 x 32768 / 8 x 4096, this
+// merge 37.7-38.0 / 36.6-37.3 in the same runs): each thread loading 8 splits at a time into
+// registers, folded one by one (the online rescale chains every split's max and exp2), 39.4 /
+// 36.4; 16-byte cp.async of every split with the max first and independent weights, 38.1-38.4 /
+// 36.8-37.1; cluster pairs of split blocks folding through distributed shared memory first
+// (decode_attention.cu says why in 8-warp blocks), 38.3-38.5 / 37.1-37.2; tickets taken as each
+// block's keys are done (the last block knows it is last while its warps still merge) and the
+// others' partials awaited with an acquire load, 38.7-38.9 / 36.7-36.8 (this merge 38.6 / 36.7-
+// 36.9 in that run).
 template <int kHeadDim, int kThreads, int kBufferBytes>
 __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
                                              int kv_head, uint8_t* buffer) {
