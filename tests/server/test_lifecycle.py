@@ -34,11 +34,16 @@ def stream_in_thread(url, body, results):
     return thread
 
 
-def wait_submitted(url, num_requests, timeout=20):
-    """Waits until the server has submitted `num_requests` LONG prompts to the engine."""
+def prompt_tokens_total(url):
+    return metric(httpx.get(url + "/metrics").text, "brisk_prompt_tokens_total")
+
+
+def wait_submitted(url, num_requests, timeout=20, tokens_before=0.0):
+    """Waits until the server has submitted `num_requests` LONG prompts to the engine (beyond the
+    prompt tokens it had counted before, tokens_before)."""
     prompt_len = httpx.post(url + "/tokenize", json={"prompt": LONG["prompt"]}).json()["count"]
     deadline = time.monotonic() + timeout
-    while metric(httpx.get(url + "/metrics").text, "brisk_prompt_tokens_total") < num_requests * prompt_len:
+    while prompt_tokens_total(url) < tokens_before + num_requests * prompt_len:
         assert time.monotonic() < deadline, "the requests did not arrive"
         time.sleep(0.02)
 
@@ -93,6 +98,7 @@ def test_idle_keep_alive_connections_do_not_block_shutdown(model_dir):
 def test_disconnect_while_waiting_cancels(server):
     before = metric(httpx.get(server.url + "/metrics").text, "brisk_request_success_total",
                     'finished_reason="cancelled"')
+    tokens_before = prompt_tokens_total(server.url)
     host, port = server.url.removeprefix("http://").split(":")
     body = json.dumps({**LONG, "n": 2}).encode()
     sockets = []
@@ -101,7 +107,9 @@ def test_disconnect_while_waiting_cancels(server):
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         sockets.append(s)
-    time.sleep(0.05)
+    # Every request is in the engine before its client goes (on a loaded machine a fixed sleep
+    # closed one connection before the server had read its request: 6 cancelled samples, not 8).
+    wait_submitted(server.url, 4, tokens_before=tokens_before)
     for s in sockets:
         s.close()
     text = wait_idle(server.url)
