@@ -34,16 +34,13 @@ def stream_in_thread(url, body, results):
     return thread
 
 
-def prompt_tokens_total(url):
-    return metric(httpx.get(url + "/metrics").text, "brisk_prompt_tokens_total")
-
-
 def wait_submitted(url, num_requests, timeout=20, tokens_before=0.0):
     """Waits until the server has submitted `num_requests` LONG prompts to the engine (beyond the
     prompt tokens it had counted before, tokens_before)."""
     prompt_len = httpx.post(url + "/tokenize", json={"prompt": LONG["prompt"]}).json()["count"]
+    wanted = tokens_before + num_requests * prompt_len
     deadline = time.monotonic() + timeout
-    while prompt_tokens_total(url) < tokens_before + num_requests * prompt_len:
+    while metric(httpx.get(url + "/metrics").text, "brisk_prompt_tokens_total") < wanted:
         assert time.monotonic() < deadline, "the requests did not arrive"
         time.sleep(0.02)
 
@@ -96,9 +93,9 @@ def test_idle_keep_alive_connections_do_not_block_shutdown(model_dir):
 
 
 def test_disconnect_while_waiting_cancels(server):
-    before = metric(httpx.get(server.url + "/metrics").text, "brisk_request_success_total",
-                    'finished_reason="cancelled"')
-    tokens_before = prompt_tokens_total(server.url)
+    text = httpx.get(server.url + "/metrics").text
+    before = metric(text, "brisk_request_success_total", 'finished_reason="cancelled"')
+    tokens_before = metric(text, "brisk_prompt_tokens_total")
     host, port = server.url.removeprefix("http://").split(":")
     body = json.dumps({**LONG, "n": 2}).encode()
     sockets = []
