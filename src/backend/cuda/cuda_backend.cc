@@ -35,10 +35,11 @@ CudaBackend::CudaBackend() : allocator_(selected_allocator()), activation_overri
   context_.stream = stream_.get();
   context_.allocator = &allocator_;
   context_.num_sms = cuda::select_device().num_sms;
-  decode_merge_counters_ = Tensor(allocator_, DType::kI32, {cuda::kDecodeMergeCounters});
-  context_.decode_merge_counters = decode_merge_counters_.data_as<int>();
-  BRISK_CUDA_CHECK(cudaMemsetAsync(context_.decode_merge_counters, 0, decode_merge_counters_.view().num_bytes(),
-                                   context_.stream));
+  kernel_counters_ = Tensor(allocator_, DType::kI32, {cuda::kDecodeMergeCounters + cuda::kPrefillWorkCounters});
+  context_.decode_merge_counters = kernel_counters_.data_as<int>();
+  context_.prefill_work_counters = context_.decode_merge_counters + cuda::kDecodeMergeCounters;
+  BRISK_CUDA_CHECK(
+      cudaMemsetAsync(kernel_counters_.view().data(), 0, kernel_counters_.view().num_bytes(), context_.stream));
   gemm_ = std::make_unique<cuda::GemmRunner>(allocator_);
   BRISK_CUDA_CHECK(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
 }

@@ -74,7 +74,7 @@ class CudaBackend final : public Backend {
   bool caller_stream_active_ = false;
   cuda::PinnedStaging staging_;
   cuda::OpContext context_;
-  Tensor decode_merge_counters_;  // context_.decode_merge_counters
+  Tensor kernel_counters_;  // context_.decode_merge_counters, then context_.prefill_work_counters
   std::unique_ptr<cuda::GemmRunner> gemm_;
 };
 

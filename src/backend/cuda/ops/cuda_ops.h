@@ -20,10 +20,14 @@ struct OpContext {
   // zero between its launches; the backend owns them (one set serves its stream and a caller's
   // lent one, which are ordered by events).
   int* decode_merge_counters = nullptr;
+  // The Hopper prefill attention kernel's work queue (kPrefillWorkCounters ints,
+  // PrefillAttentionArgs::work_counters), zero between its launches, owned likewise.
+  int* prefill_work_counters = nullptr;
 };
 
 // Split-merge counters of the decode attention kernel that one OpContext holds.
 inline constexpr int64_t kDecodeMergeCounters = int64_t{1} << 16;
+inline constexpr int64_t kPrefillWorkCounters = 2;
 
 // dst = src converted between float dtypes; same shape, rows may be strided (rank <= 2) or the
 // views contiguous.

@@ -39,6 +39,9 @@ struct PrefillAttentionArgs : PagedAttentionArgs {
   bool out_pairs = false;  // out 4-byte aligned, out_stride even: 16-bit outputs stored in pairs
   int max_query_len = 0;  // host-known upper bound of every sequence's new tokens: sizes the grid
   int num_row_tiles = 0;  // set by the launcher: ceil(group * max_query_len / rows)
+  // The Hopper kernel's work queue: two ints (the next item, the blocks done), zero at launch;
+  // the kernel's last block sets them back to zero, so one pair serves every launch on a stream.
+  int* work_counters = nullptr;
 };
 
 // Whether the table has a kernel for this KV dtype and head dim.
@@ -55,8 +58,8 @@ bool launch_prefill_attention(const PrefillAttentionArgs& a, int num_sms, cudaSt
 
 // The Hopper kernel's share: bf16 / f16 KV, a positive scale, head_dim 64 and 128, block size
 // >= 8 (one TMA box per paged block), caches whose 2-d views have fewer than 2^31 rows, at most
-// 2^31 work items, and a driver that encodes tensor maps. Its items hold the same 128 rows as the
-// table's hd 64 / 128 shapes (num_row_tiles is shared).
+// 2^30 work items, a work queue (work_counters), and a driver that encodes tensor maps. Its items
+// hold the same 128 rows as the table's hd 64 / 128 shapes (num_row_tiles is shared).
 bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a);
 constexpr int kPrefillHopperRows = 128;  // query rows per work item
 // Main loops: ping-pong (the default: tile t's S and softmax run while tile t - 1's P V is on

@@ -62,8 +62,10 @@ bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a) {
   const bool shape_ok = (a.head_dim == 64 || a.head_dim == 128) && a.block_size_log2 >= 3;
   // Tensor-map rows, and the row past them that boxes of missing blocks aim at, are int32.
   const bool rows_ok = cache_tensor_rows(a) + 128 <= int64_t{INT32_MAX};
-  const bool items_ok = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles <= int64_t{INT32_MAX};
-  return type_ok && scale_ok && shape_ok && rows_ok && items_ok && tensor_map_encoding_available();
+  // (The queue's tickets run past the items by up to one per block.)
+  const bool items_ok = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles <= int64_t{1} << 30;
+  return type_ok && scale_ok && shape_ok && rows_ok && items_ok && a.work_counters != nullptr &&
+         tensor_map_encoding_available();
 }
 
 void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms,

@@ -4,10 +4,13 @@
 // Work split: items of kRows rows as in the mma.sync kernel (prefill_attention.cuh): (kv head,
 // sequence, row tile), the rows (token, head) pairs of one sequence sharing the kv head,
 // token-major (row = token * group + head in group), so each K/V tile serves the whole GQA
-// group. Persistent: one block per SM strides over the items sequence by sequence, each in
-// longest-first order (row tiles from the last one down: the long causal rows first, the short
-// ones fill the tail; hopper_work); items past a sequence's rows are skipped without a launch.
-// The K/V stage ring and its barrier phases run on across a block's items.
+// group. Persistent: one block per SM takes items from a work queue (an atomic counter; the
+// producer hands each item to the consumers through a ring of shared-memory slots) in order,
+// sequence by sequence, each in longest-first order (row tiles from the last one down: the long
+// causal rows first, the short ones fill the tail; hopper_work); a sequence's row tiles past its
+// rows are jumped over. The K/V stage ring and its barrier phases run on across a block's items.
+// Taking items as blocks free up instead of striding over them (item = block + k x grid) evens
+// out the blocks' unequal shares of long rows (H200, 2026-12-02: see the launcher).
 //
 // Roles: warpgroup 0 is the producer (its registers given away with setmaxnreg; one warp
 // works): per K/V tile it waits for a free stage (the `empty` barrier), announces the stage's
@@ -98,8 +101,13 @@ struct HopperConfig {
   static constexpr int kTileBytes = kPanels * kKvPanelBytes;  // K (or V) of one stage
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kBarrierOffset = kQBytes + kStages * kStageBytes;
-  static constexpr int kBarriers = 2 * kStages + 2;  // full / empty per stage, q full / empty
-  static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;  // + alignment slack
+  // The items the producer took, on their way to the consumers: a ring of kItemSlots indices
+  // (enough that short items never hold the producer up before the K / V stages do).
+  static constexpr int kItemSlots = kStages + 1;
+  // Full / empty per stage, q full / empty, full / empty per item slot.
+  static constexpr int kBarriers = 2 * kStages + 2 + 2 * kItemSlots;
+  static constexpr int kItemOffset = kBarrierOffset + kBarriers * 8;
+  static constexpr int kSharedBytes = kItemOffset + kItemSlots * 4 + 1024;  // + alignment slack
   static constexpr int kProducerRegisters = 56;
   static constexpr int kConsumerRegisters = 224;
   static_assert(kHeadDim % hopper::kPanelCols == 0 && kStages >= 2);
@@ -162,6 +170,16 @@ __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a,
   return w;
 }
 
+// The first item of `item`'s sequence that has rows: the row tiles past a sequence's own rows
+// (those of a longer sequence in the batch) come first in its range, as the longest rows do.
+template <int kRows>
+__device__ __forceinline__ int hopper_first_item(const PrefillAttentionArgs& a, int item, int group) {
+  const int seq_items = a.num_kv_heads * a.num_row_tiles;
+  const int seq = item / seq_items;
+  const int row_tiles = (group * (a.query_start[seq + 1] - a.query_start[seq]) + kRows - 1) / kRows;
+  return seq * seq_items + a.num_kv_heads * (a.num_row_tiles - row_tiles);
+}
+
 template <FloatType kKvType, typename C, int kLoop>
 __global__ void __launch_bounds__(C::kThreads, 1)
 prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_constant__ CUtensorMap k_map,
@@ -186,6 +204,11 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   // last S = Q K^T of the item completed (the producer then loads the next item's Q over it).
   const uint32_t q_full_bar = empty_bar + kStages * 8;
   const uint32_t q_empty_bar = q_full_bar + 8;
+  // The items taken from the work queue: item_full[j] completes when slot j holds the next one
+  // (-1: no more), item_empty[j] when every consumer warp has read it.
+  const uint32_t item_full_bar = q_empty_bar + 8;
+  const uint32_t item_empty_bar = item_full_bar + C::kItemSlots * 8;
+  volatile int* item_s = reinterpret_cast<volatile int*>(shared + C::kItemOffset);
   const bool q_by_tma = extras.q_by_tma;
 
   const int tid = threadIdx.x;
@@ -201,6 +224,10 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     }
     hopper::mbarrier_init(q_full_bar, 1);
     hopper::mbarrier_init(q_empty_bar, C::kConsumerWarps);
+    for (int j = 0; j < C::kItemSlots; ++j) {
+      hopper::mbarrier_init(item_full_bar + 8 * j, 1);
+      hopper::mbarrier_init(item_empty_bar + 8 * j, C::kConsumerWarps);
+    }
     hopper::mbarrier_init_fence();
   }
   __syncthreads();
@@ -217,11 +244,35 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       hopper::tma_prefetch_descriptor(&v_map);
       if (q_by_tma) hopper::tma_prefetch_descriptor(&q_map);
     }
+    // The work queue (a.work_counters[0]: the next item): lane 0 takes the next ticket as an item
+    // starts, so the atomic's round trip overlaps the item's copies; a ticket in a sequence's
+    // rowless row tiles moves the queue past them all.
+    int* const queue = a.work_counters;
+    auto take_ticket = [&] { return lane == 0 ? atomicAdd(queue, 1) : 0; };
+    auto resolve = [&](int ticket) {  // the item with rows it leads to (every lane), or num_items
+      if (lane == 0) {
+        while (ticket < num_items) {
+          const int first = hopper_first_item<C::kRows>(a, ticket, group);
+          if (ticket >= first) break;
+          atomicMax(queue, first);
+          ticket = atomicAdd(queue, 1);
+        }
+      }
+      return __shfl_sync(0xFFFFFFFFu, ticket, 0);
+    };
+    auto publish = [&](int k, int item) {  // the block's k-th item -> the consumers
+      const int slot = k % C::kItemSlots;
+      if (lane != 0) return;
+      hopper::mbarrier_wait(item_empty_bar + 8 * slot, ((k / C::kItemSlots) & 1) ^ 1);
+      item_s[slot] = item;
+      hopper::mbarrier_arrive(item_full_bar + 8 * slot);
+    };
     int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
-    int items_done = 0;  // items this block took so far (the q barriers' phases)
-    for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+    int items_done = 0;  // items this block took so far (the item slots' and q barriers' phases)
+    for (int item = resolve(take_ticket()); item < num_items; ++items_done) {
+      publish(items_done, item);
+      const int ticket = take_ticket();
       const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
-      if (w.num_rows <= 0) continue;
       // The item's Q tile, once the consumers' last S of the previous item completed: issued
       // after the item's first K / V tile, so that tile's copy is not held up behind the wait.
       auto load_q = [&] {
@@ -265,7 +316,16 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
         if (t == 0) load_q();
       }
       if (w.num_tiles == 0) load_q();
-      ++items_done;
+      item = resolve(ticket);
+    }
+    publish(items_done, -1);
+    // The queue back to zero for the next launch, by the last block to take its last ticket.
+    if (lane == 0) {
+      __threadfence();
+      if (atomicAdd(queue + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+        atomicExch(queue, 0);
+        atomicExch(queue + 1, 0);
+      }
     }
     return;
   }
@@ -298,10 +358,14 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   };
   if (kLoop == kLoopPingPong && wg == 1) hopper::named_barrier_arrive(4, 256);
   int it = 0;  // tiles consumed so far
-  int items_done = 0;
-  for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+  for (int items_done = 0;; ++items_done) {
+    const int slot = items_done % C::kItemSlots;
+    hopper::mbarrier_wait(item_full_bar + 8 * slot, (items_done / C::kItemSlots) & 1);
+    const int item = item_s[slot];
+    __syncwarp();
+    if (lane == 0) hopper::mbarrier_arrive(item_empty_bar + 8 * slot);
+    if (item < 0) break;
     const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
-    if (w.num_rows <= 0) continue;
     const int num_rows = w.num_rows, row0 = w.row0, kv_head = w.kv_head, q_begin = w.q_begin;
     const int key_base = w.key_base, key_end = w.key_end, num_tiles = w.num_tiles, past = w.past;
 
@@ -322,7 +386,6 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       hopper::fence_proxy_async();  // the q stores, before wgmma reads them
       hopper::named_barrier_sync(2 + wg, 128);
     }
-    ++items_done;
     // After this warp's last S of the item completed: the producer may load the next Q.
     auto release_q = [&] {
       if (!q_by_tma) return;
@@ -561,7 +624,11 @@ void launch_prefill_attention_hopper_instance(const PrefillAttentionArgs& a, con
   using Config = HopperConfig<kHeadDim, kStages>;
   constexpr auto kernel = prefill_attention_hopper_kernel<kKvType, Config, kLoop>;
   allow_dynamic_shared_memory<kernel>(Config::kSharedBytes);
-  // Persistent: one block per SM (at most one per item) strides over the items.
+  // Persistent: one block per SM (at most one per item), taking items from the queue. Against
+  // striding over the items (H200, 2026-12-02, two runs each, TFLOP/s): 4 x 4096 581-585 vs 562-567,
+  // 1 x 16384 620-659 vs 594-608, ragged 64 x 100-2000 440-445 vs 424-427, 2048 after 14336
+  // 655-656 vs 644-645 (a model of the items' tile counts gave the strided blocks 3-6% more than
+  // their mean at the slowest; the queue's tail is one item).
   const int64_t items = int64_t{a.num_kv_heads} * a.num_seqs * a.num_row_tiles;
   const int grid = static_cast<int>(items < num_sms ? items : num_sms);
   kernel<<<grid, Config::kThreads, Config::kSharedBytes, stream>>>(a, k_map, v_map, q_map, extras);
