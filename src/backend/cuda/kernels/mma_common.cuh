@@ -101,6 +101,29 @@ __device__ __forceinline__ float quad_sum(float v) {
   v += __shfl_xor_sync(0xFFFFFFFFu, v, 1);
   return v + __shfl_xor_sync(0xFFFFFFFFu, v, 2);
 }
+// A 4 x 4 transpose across the lanes of a quad (lane t = lane % 4): on entry lane t holds
+// v[j] = x[t][j], on return v[j] = x[j][t]. Two butterfly steps (the off-diagonal 2 x 2 blocks
+// swap, then each block transposes), four shuffles; every lane of the warp takes part.
+__device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t) {
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const uint32_t recv = __shfl_xor_sync(0xFFFFFFFFu, (t & 2) ? v[k] : v[k + 2], 2);
+    if (t & 2) {
+      v[k] = recv;
+    } else {
+      v[k + 2] = recv;
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const uint32_t recv = __shfl_xor_sync(0xFFFFFFFFu, (t & 1) ? v[2 * c] : v[2 * c + 1], 1);
+    if (t & 1) {
+      v[2 * c] = recv;
+    } else {
+      v[2 * c + 1] = recv;
+    }
+  }
+}
 // atomicAdd with acquire-release semantics at GPU scope; returns the old value.
 __device__ __forceinline__ int atomic_add_acq_rel(int* address, int value) {
   int old;

@@ -108,6 +108,7 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
   static_cast<PagedAttentionArgs&>(a) = paged_args(g);
   a.q_vectorized = reinterpret_cast<uintptr_t>(g.q) % 16 == 0 && g.q_stride % 8 == 0;
   a.out_pairs = reinterpret_cast<uintptr_t>(g.out) % 4 == 0 && g.out_stride % 2 == 0;
+  a.out_vectorized = reinterpret_cast<uintptr_t>(g.out) % 16 == 0 && g.out_stride % 8 == 0;
   a.max_query_len = g.max_query_len;
   a.work_counters = ctx.prefill_work_counters;
   const PrefillKernelShape shape = prefill_attention_shape(a.kv_type, a.head_dim);

@@ -37,6 +37,7 @@ struct PrefillKernelShape {
 struct PrefillAttentionArgs : PagedAttentionArgs {
   bool q_vectorized = false;  // q 16-byte aligned, q_stride a multiple of 8: 16-byte loads
   bool out_pairs = false;  // out 4-byte aligned, out_stride even: 16-bit outputs stored in pairs
+  bool out_vectorized = false;  // out 16-byte aligned, out_stride a multiple of 8: 16-byte stores
   int max_query_len = 0;  // host-known upper bound of every sequence's new tokens: sizes the grid
   int num_row_tiles = 0;  // set by the launcher: ceil(group * max_query_len / rows)
   // The Hopper kernel's work queue: two ints (the next item, the blocks done), zero at launch;
