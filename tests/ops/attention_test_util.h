@@ -38,6 +38,7 @@ struct AttentionCase {
   std::vector<Seq> seqs;
   bool hints = true;         // pass max_query_len / max_context_len
   int max_context_hint = 0;  // > 0: pass this bound instead of the true maximum (graph capture)
+  bool nan_past_context = false;  // cache slots past each sequence's context and unused blocks hold NaN
 };
 
 // Host inputs of one case: q is a strided slice of a wider qkv-like tensor, blocks are shuffled.
@@ -76,6 +77,27 @@ inline AttentionInputs make_attention_inputs(DType dtype, const AttentionCase& c
   const Shape cache_shape{num_cache_blocks, c.num_kv_heads, c.block_size, c.head_dim};
   in.k_cache = random_tensor(dtype, cache_shape, rng);
   in.v_cache = random_tensor(dtype, cache_shape, rng);
+  if (c.nan_past_context) {  // what a cache may hold where nothing was written: kernels must not let it in
+    const uint16_t nan_bits = dtype == DType::kBF16 ? 0x7FC0 : 0x7E00;
+    const int64_t block_elements = int64_t{c.num_kv_heads} * c.block_size * c.head_dim;
+    std::vector<bool> used(num_cache_blocks, false);
+    for (int32_t id : tables) used[id] = true;  // (column 0 of short tables is block 0 too: still written)
+    for (size_t s = 0; s < c.seqs.size(); ++s) {
+      const int len = c.seqs[s].context_len, blocks = (len + c.block_size - 1) / c.block_size;
+      if (blocks == 0 || len % c.block_size == 0) continue;
+      const int64_t id = tables[s * max_blocks + blocks - 1];
+      for (Tensor* cache : {&in.k_cache, &in.v_cache})
+        for (int h = 0; h < c.num_kv_heads; ++h)
+          for (int slot = len % c.block_size; slot < c.block_size; ++slot)
+            std::fill_n(cache->data_as<uint16_t>() + ((id * c.num_kv_heads + h) * c.block_size + slot) * c.head_dim,
+                        c.head_dim, nan_bits);
+    }
+    for (int id = 0; id < num_cache_blocks; ++id) {
+      if (used[id]) continue;
+      for (Tensor* cache : {&in.k_cache, &in.v_cache})
+        std::fill_n(cache->data_as<uint16_t>() + id * block_elements, block_elements, nan_bits);
+    }
+  }
   in.block_tables = make_i32({static_cast<int64_t>(c.seqs.size()), max_blocks}, tables);
   in.query_start = make_i32({static_cast<int64_t>(starts.size())}, starts);
   in.context_lens = make_i32({static_cast<int64_t>(lens.size())}, lens);

@@ -76,6 +76,19 @@ TEST_P(PrefillAttention, MixedDecodeAndChunks) {
   });
 }
 
+// NaN in the cache past each sequence's context (its last block's free slots, unused blocks):
+// tiles that reach past the context must keep it out (its weights are 0, but 0 x NaN is NaN).
+TEST_P(PrefillAttention, GarbagePastContext) {
+  std::vector<AttentionCase> cases = {
+      {32, 8, 128, 64, 0, {{100, 100}, {37, 301}, {200, 999}, {5, 70}}},
+      {16, 2, 64, 16, 0, {{33, 45}, {300, 300}, {1, 7}}},
+      {8, 8, 128, 256, 0, {{129, 200}, {20, 20}}},
+      {16, 4, 128, 64, 100, {{150, 650}}},
+  };
+  for (AttentionCase& c : cases) c.nan_past_context = true;
+  run_cases(GetParam(), cases);
+}
+
 TEST_P(PrefillAttention, RaggedBatches) {
   std::mt19937 rng(17);
   std::uniform_int_distribution<int> q_len(1, 700), cached(0, 3000);

@@ -29,9 +29,9 @@
 // FFMA and one ex2 each; the rows' sums of the fp32 weights), P rounded to the KV dtype in
 // registers, O rescaled only when some row of the warp saw a new max, O += P V with P as the
 // register A operand and V read N-major, then the stage is released (one arrival per consumer
-// warp). On an item's last tile the V rows past its last key are zeroed first (the cache may
-// hold anything past a sequence's context; P is 0 there but 0 * NaN is not), by each consumer
-// warpgroup for itself.
+// warp). On an item's last tile the V rows past the sequence's context are zeroed first (the
+// cache may hold anything there; P is 0 there but 0 * NaN is not), by each consumer warpgroup
+// for itself.
 //
 // Main loop (kLoop): ping-pong by default: tile t's S = Q K^T and softmax run while tile t - 1's
 // P V is on the tensor cores, and the two consumer warpgroups take turns issuing their MMAs
@@ -123,6 +123,11 @@ struct HopperConfig {
 constexpr int kLoopSerial = 0;
 constexpr int kLoopOverlap = 1;
 constexpr int kLoopPingPong = 2;
+// The softmax's masks: none (every key of the tile visible to every row), the causal bound, the
+// causal and the sliding-window bounds.
+constexpr int kMaskNone = 0;
+constexpr int kMaskCausal = 1;
+constexpr int kMaskWindow = 2;
 
 // q_by_tma: the producer loads each item's Q tile with one 3-d box per panel (q in the KV dtype,
 // aligned, kRows a multiple of the group); else the consumers load and convert it.
@@ -134,7 +139,7 @@ struct HopperLaunchExtras {
 
 // One work item of the persistent kernel: (kv head, sequence, row tile) and the keys its rows see.
 struct HopperWork {
-  int kv_head, seq, q_begin, row0, num_rows, past, key_base, key_end, num_tiles;
+  int kv_head, seq, q_begin, row0, num_rows, past, context_len, key_base, key_end, num_tiles;
 };
 
 // Item `item`: sequence by sequence, each in longest-first order (row tiles from the last one
@@ -160,6 +165,7 @@ __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a,
   w.row0 = row_tile * kRows;
   w.num_rows = min(kRows, group * q_len - w.row0);
   w.past = context_len - q_len;  // position of the sequence's first new token
+  w.context_len = context_len;
   // Keys the rows see: up to the last row's position, from the first row's window.
   const int first_position = w.past + w.row0 / group;
   const int last_position = w.past + (w.row0 + max(w.num_rows, 1) - 1) / group;
@@ -367,7 +373,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     if (item < 0) break;
     const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
     const int num_rows = w.num_rows, row0 = w.row0, kv_head = w.kv_head, q_begin = w.q_begin;
-    const int key_base = w.key_base, key_end = w.key_end, num_tiles = w.num_tiles, past = w.past;
+    const int key_base = w.key_base, num_tiles = w.num_tiles, past = w.past;
+    const int context_len = w.context_len;
 
     if (q_by_tma) {
       // Rows past num_rows hold the next tokens' q (or zeros past the tensor): they only feed
@@ -447,13 +454,16 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       }
       hopper::wgmma_commit();
     };
-    // The item's last tile: V rows past key_end become zeros before P V reads them. Each
+    // The item's last tile: V rows past the sequence's context (loaded from its last, partly
+    // filled cache block) become zeros before P V reads them; rows of keys the item's rows do not
+    // see but the context holds are finite, and their P is 0 (zeroing from key_end, as before
+    // 2026-12-02, did the same on the benchmark shapes with more stores). Each
     // consumer warpgroup zeroes all of them itself and waits only for its own threads: a barrier
     // of both warpgroups here stalled the one ahead in the ping-pong by about half a tile per
     // item. The two write the same zeros to the same bytes, so whichever P V reads a row while
     // the other warpgroup stores to it still sees zeros.
     auto zero_tail = [&](int t) {
-      const int valid = key_end - (key_base + t * kTileKeys);
+      const int valid = context_len - (key_base + t * kTileKeys);
       if (t != num_tiles - 1 || valid >= kTileKeys) return;
       constexpr int kChunksPerRow = kPanels * 8;
       uint8_t* v_s = ring_s + ((it + t) % kStages) * C::kStageBytes + C::kTileBytes;
@@ -470,8 +480,11 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     // becomes exp2(S scale log2e - m scale log2e) in place (fp32, one FFMA and one ex2 each),
     // alpha the factor that rescales the rows' earlier O and l. The mask is its own code path,
     // taken (warp-uniformly) only on tiles that cross a row's causal / window bound: as a
-    // predicate on every tile it cost ~5 instructions an element (a third of the loop).
-    auto softmax_rows = [&](float(&sc)[kTileKeys / 2], int key0, float(&alpha)[2], bool masked) {
+    // predicate on every tile it cost ~5 instructions an element (a third of the loop). Without a
+    // window it compares each element with the causal bound only. (The masked path cost 1.7% of
+    // 4 x 4096 and 2% of the ragged batch in an experiment that skipped it; the epilogue says
+    // what dropping the window compare gained together with the streaming stores.)
+    auto softmax_rows = [&](float(&sc)[kTileKeys / 2], int key0, float(&alpha)[2], int mask) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         // Four independent partial maxima: short dependency chains.
@@ -485,8 +498,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float v = sc[4 * n + 2 * h + e];
-            if (masked) {  // a constant in each inlined call
-              if (n * 8 + e > hi || n * 8 + e < lo) v = -INFINITY;
+            if (mask != kMaskNone) {  // a constant in each inlined call
+              if (n * 8 + e > hi || (mask == kMaskWindow && n * 8 + e < lo)) v = -INFINITY;
               sc[4 * n + 2 * h + e] = v;
             }
             part_max[n % 4] = fmaxf(part_max[n % 4], v);
@@ -507,9 +520,13 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     auto softmax = [&](float(&sc)[kTileKeys / 2], int t, float(&alpha)[2]) {
       const int key0 = key_base + t * kTileKeys;
       if (key0 + kTileKeys - 1 > warp_first || key0 < all_lo) {
-        softmax_rows(sc, key0, alpha, true);
+        if (window > 0) {
+          softmax_rows(sc, key0, alpha, kMaskWindow);
+        } else {
+          softmax_rows(sc, key0, alpha, kMaskCausal);
+        }
       } else {
-        softmax_rows(sc, key0, alpha, false);
+        softmax_rows(sc, key0, alpha, kMaskNone);
       }
     };
     // P in the KV dtype as the A operand of P V (k-step j: keys 16 j ..: chunks 2 j (a0: row g,
@@ -603,12 +620,14 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     // Epilogue: rows g and g + 8 of the warp, columns 8 n + 2 t4 (+1). Where the output takes
     // 16-byte stores in the KV dtype, each quad first transposes its pieces of chunks 4 m .. 4 m
     // + 3, so that lane t4 stores chunk 4 m + t4 whole: a quarter of the store instructions, each
-    // writing whole sectors. The pair stores they replace held the consumers up at every item's
-    // end: H200, 2026-12-02, TFLOP/s, two runs each, 4 x 4096 578-584 -> 592-593, ragged 64 x
-    // 100-2000 444-446 -> 454-460, 2048 after 14336 654-656 -> 658 (1 x 16384 624-662 either way).
-    // With no stores at all (an experiment) 4 x 4096 ran 631 and the ragged batch 526: writing the
-    // output still costs ~1 us an item; a copy-out through shared memory would need 32 KB that the
-    // Q tile and three K / V stages leave no room for.
+    // writing whole sectors, as streaming stores (evict first: the output is not read again here,
+    // and the K / V stay in L2). The pair stores they replace held the consumers up at every
+    // item's end: H200, 2026-12-02, TFLOP/s, two runs each, 4 x 4096 578-584 -> 592-593, ragged 64
+    // x 100-2000 444-446 -> 454-460, 2048 after 14336 654-656 -> 658 (1 x 16384 624-662 either
+    // way); then streaming stores with the causal-only mask (softmax_rows) 596-597 -> 612-614,
+    // 458-459 -> 487-496, 655-657 -> 661-662 (1 x 16384 617-668). With no stores at all (an
+    // experiment, before both) 4 x 4096 ran 631 and the ragged batch 526; a copy-out through
+    // shared memory would need 32 KB that the Q tile and three K / V stages leave no room for.
     const bool vectors = a.out_vectorized && a.out_type == kKvType;
     const bool pairs = a.out_pairs && a.out_type == kKvType;
 #pragma unroll
@@ -629,8 +648,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
           }
           quad_transpose(v, t4);
           if (r < num_rows) {
-            *reinterpret_cast<uint4*>(static_cast<uint16_t*>(a.out) + index + (4 * m + t4) * 8) =
-                make_uint4(v[0], v[1], v[2], v[3]);
+            __stcs(reinterpret_cast<uint4*>(static_cast<uint16_t*>(a.out) + index + (4 * m + t4) * 8),
+                   make_uint4(v[0], v[1], v[2], v[3]));
           }
         }
       } else if (r < num_rows) {
