@@ -68,6 +68,13 @@
 // serialises every wgmma of the kernel (C7514 / C7515 in -Xptxas -v, 20-30% slower) when a
 // wgmma's shape or issue depends on a branch, or accumulators are read before the wait that
 // covers them on some path: check for those messages after changing the loop.
+// 2026-12-02 (the work queue in place): the four shapes' times fit T tiles x 1.64 us + I items x
+// 3.55 us per block (least squares, within 1%): an item's fixed cost was worth two tiles. Parts
+// of it, each skipped alone in an experiment (TFLOP/s, 4 x 4096 / ragged, against 581-585 /
+// 441-446): the output stores 631 / 526 (hence the epilogue's 16-byte streaming stores), the mask
+// path 591 / 451-454, the tail zeroing 589 / 449-455, Q's barrier waits 586 / 445. Dropped the
+// same day: Q prefetched into L2 as the producer starts an item (no change), and K and V of a
+// stage on barriers of their own so that S waits for K only (573 / 437 against 579 / 439).
 #pragma once
 
 #include <cstdint>

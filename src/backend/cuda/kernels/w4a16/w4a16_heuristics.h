@@ -71,7 +71,15 @@ struct W4A16MmaRule {
 // warps an SM) gained nothing (M 1 gate_up 23.6 / 24.4 and 24.6-26.9 against 23.6), so the loads in
 // flight are not what limits it; starting each group of 32 warps at its own chunk (against permuted
 // x's L2 hot spot, as the wgmma kernel does) lost (M 32 64 vs 48.5: the weights' contiguous run
-// matters more here).
+// matters more here). 2026-12-02 (us, gate_up / qkv / o_proj / down, same run as the rules'
+// configurations): two 16-row tiles a warp (half the x loads per weight) lost except on down:
+// M 16 with 4 stages 44.2 / 18.3 / 15.7 / 26.1 and 3 stages 36.5 / 18.4 / 16.4 / 26.5 against
+// 35.3 / 15.9 / 13.6 / 28.4; M 1 with shared x 26.0 / 13.4 / 12.3 / 18.7 against 23.0 / 11.7 /
+// 10.2 / 16.1; M 32 58.1 / 22.5 / 19.6 / 32.4 against 47.3 / 18.8 / 16.3 / 35.6. The 16-token
+// configuration at 3 blocks an SM (no spill at 168 registers; 4 blocks spill 12 bytes): 49.8 /
+// 19.0 / 16.2 / 29.3. Its M 1 step (SASS) takes ~150 instructions a KiB of weights against ~80
+// for the dequantization, MMAs and x loads alone: the rest is address and group arithmetic
+// (64-bit products per load, the group-size branch), a lead for the next attempt.
 inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the
