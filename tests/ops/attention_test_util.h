@@ -81,7 +81,7 @@ inline AttentionInputs make_attention_inputs(DType dtype, const AttentionCase& c
     const uint16_t nan_bits = dtype == DType::kBF16 ? 0x7FC0 : 0x7E00;
     const int64_t block_elements = int64_t{c.num_kv_heads} * c.block_size * c.head_dim;
     std::vector<bool> used(num_cache_blocks, false);
-    for (int32_t id : tables) used[id] = true;  // (column 0 of short tables is block 0 too: still written)
+    for (int32_t id : tables) used[id] = true;  // (unused table columns hold 0: block 0 stays finite)
     for (size_t s = 0; s < c.seqs.size(); ++s) {
       const int len = c.seqs[s].context_len, blocks = (len + c.block_size - 1) / c.block_size;
       if (blocks == 0 || len % c.block_size == 0) continue;

@@ -8,7 +8,8 @@
 // producer hands each item to the consumers through a ring of shared-memory slots) in order,
 // sequence by sequence, each in longest-first order (row tiles from the last one down: the long
 // causal rows first, the short ones fill the tail; hopper_work); a sequence's row tiles past its
-// rows are jumped over. The K/V stage ring and its barrier phases run on across a block's items.
+// rows are jumped over (hopper_work_queue.cuh). The K/V stage ring and its barrier phases run on
+// across a block's items.
 // Taking items as blocks free up instead of striding over them (item = block + k x grid) evens
 // out the blocks' unequal shares of long rows (H200, 2026-12-02: see the launcher).
 //
@@ -38,7 +39,8 @@
 // (named barriers), so one's softmax overlaps the other's MMAs. The serial and overlap-only
 // loops stay for comparison (BRISK_PREFILL_KERNEL, prefill_attention.h).
 //
-// Epilogue: O / l in the output dtype, straight from the accumulators.
+// Epilogue: O / l in the output dtype, straight from the accumulators (store_output_rows,
+// query_rows.cuh).
 //
 // Measured (H200, bf16, 32 / 8 heads, hd 128, causal; TFLOP/s of useful FLOPs, 2026-11-30):
 // 4 x 4096: 514, 1 x 16384: 590, 64 ragged 100-2000: 373, 2048 after 14336: 580 (cuDNN in the
@@ -84,6 +86,7 @@
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/prefill_attention/hopper_work_queue.cuh"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 #include "backend/cuda/kernels/prefill_attention/query_rows.cuh"
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
@@ -123,8 +126,6 @@ struct HopperConfig {
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * 128 * kConsumerWgs <= 65536);
 };
 
-// Host-computed extras of a launch: the box height (log2) of the tensor maps and the row that
-// lies past both tensors (boxes aimed there land as zeros).
 // Main loops: one tile at a time; tile t's S and softmax while tile t - 1's P V runs; that
 // and the consumer warpgroups taking turns on the tensor cores.
 constexpr int kLoopSerial = 0;
@@ -136,62 +137,15 @@ constexpr int kMaskNone = 0;
 constexpr int kMaskCausal = 1;
 constexpr int kMaskWindow = 2;
 
-// q_by_tma: the producer loads each item's Q tile with one 3-d box per panel (q in the KV dtype,
-// aligned, kRows a multiple of the group); else the consumers load and convert it.
+// Host-computed extras of a launch: the box height (log2) of the tensor maps and the row that
+// lies past both tensors (boxes aimed there land as zeros). q_by_tma: the producer loads each
+// item's Q tile with one 3-d box per panel (q in the KV dtype, aligned, kRows a multiple of the
+// group); else the consumers load and convert it.
 struct HopperLaunchExtras {
   int box_rows_log2 = 4;
   int oob_row = 0;
   bool q_by_tma = false;
 };
-
-// One work item of the persistent kernel: (kv head, sequence, row tile) and the keys its rows see.
-struct HopperWork {
-  int kv_head, seq, q_begin, row0, num_rows, past, context_len, key_base, key_end, num_tiles;
-};
-
-// Item `item`: sequence by sequence, each in longest-first order (row tiles from the last one
-// down, the long causal rows first; then kv heads), so that the blocks working at once take
-// several row tiles of the same one or two sequences, whose K / V stay in L2 between them.
-// num_rows <= 0: the sequence has no such row tile. The whole batch in longest-first order (row
-// tiles, then sequences, then kv heads) had the blocks working at once on up to 17 sequences,
-// each row tile reading its K / V from DRAM again (ragged batch: 60% of DRAM bandwidth, 2.9 TB/s,
-// ncu): H200, 2026-12-02, that order / groups of 8, 4, 2 sequences / one: 4 x 4096 549 / 547 /
-// 547 / 561 / 568 TFLOP/s, ragged 64 x 100-2000 381-385 / 413 / 419 / 410 / 422 (1 x 16384 and
-// the 2048-token chunk, one sequence, 592-635 and 640-644 in every run).
-template <int kRows, int kTileKeys>
-__device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a, int item, int group) {
-  HopperWork w;
-  const int seq_items = a.num_kv_heads * a.num_row_tiles;
-  w.seq = item / seq_items;
-  const int local = item % seq_items;
-  w.kv_head = local % a.num_kv_heads;
-  const int row_tile = a.num_row_tiles - 1 - local / a.num_kv_heads;
-  w.q_begin = a.query_start[w.seq];
-  const int q_len = a.query_start[w.seq + 1] - w.q_begin;
-  const int context_len = a.context_lens[w.seq];
-  w.row0 = row_tile * kRows;
-  w.num_rows = min(kRows, group * q_len - w.row0);
-  w.past = context_len - q_len;  // position of the sequence's first new token
-  w.context_len = context_len;
-  // Keys the rows see: up to the last row's position, from the first row's window.
-  const int first_position = w.past + w.row0 / group;
-  const int last_position = w.past + (w.row0 + max(w.num_rows, 1) - 1) / group;
-  const int lowest_key = a.sliding_window > 0 ? max(0, first_position - a.sliding_window + 1) : 0;
-  w.key_end = max(0, last_position + 1);
-  w.key_base = lowest_key & ~(kTileKeys - 1);  // tiles align with cache blocks
-  w.num_tiles = w.key_end > w.key_base ? (w.key_end - w.key_base + kTileKeys - 1) / kTileKeys : 0;
-  return w;
-}
-
-// The first item of `item`'s sequence that has rows: the row tiles past a sequence's own rows
-// (those of a longer sequence in the batch) come first in its range, as the longest rows do.
-template <int kRows>
-__device__ __forceinline__ int hopper_first_item(const PrefillAttentionArgs& a, int item, int group) {
-  const int seq_items = a.num_kv_heads * a.num_row_tiles;
-  const int seq = item / seq_items;
-  const int row_tiles = (group * (a.query_start[seq + 1] - a.query_start[seq]) + kRows - 1) / kRows;
-  return seq * seq_items + a.num_kv_heads * (a.num_row_tiles - row_tiles);
-}
 
 template <FloatType kKvType, typename C, int kLoop>
 __global__ void __launch_bounds__(C::kThreads, 1)
@@ -217,11 +171,9 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   // last S = Q K^T of the item completed (the producer then loads the next item's Q over it).
   const uint32_t q_full_bar = empty_bar + kStages * 8;
   const uint32_t q_empty_bar = q_full_bar + 8;
-  // The items taken from the work queue: item_full[j] completes when slot j holds the next one
-  // (-1: no more), item_empty[j] when every consumer warp has read it.
-  const uint32_t item_full_bar = q_empty_bar + 8;
-  const uint32_t item_empty_bar = item_full_bar + C::kItemSlots * 8;
-  volatile int* item_s = reinterpret_cast<volatile int*>(shared + C::kItemOffset);
+  // The items the producer took from the work queue, on their way to the consumer warps.
+  const HopperItemRing<C::kItemSlots, C::kConsumerWarps> items{
+      q_empty_bar + 8, reinterpret_cast<volatile int*>(shared + C::kItemOffset)};
   const bool q_by_tma = extras.q_by_tma;
 
   const int tid = threadIdx.x;
@@ -237,10 +189,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
     }
     hopper::mbarrier_init(q_full_bar, 1);
     hopper::mbarrier_init(q_empty_bar, C::kConsumerWarps);
-    for (int j = 0; j < C::kItemSlots; ++j) {
-      hopper::mbarrier_init(item_full_bar + 8 * j, 1);
-      hopper::mbarrier_init(item_empty_bar + 8 * j, C::kConsumerWarps);
-    }
+    items.init();
     hopper::mbarrier_init_fence();
   }
   __syncthreads();
@@ -257,34 +206,13 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       hopper::tma_prefetch_descriptor(&v_map);
       if (q_by_tma) hopper::tma_prefetch_descriptor(&q_map);
     }
-    // The work queue (a.work_counters[0]: the next item): lane 0 takes the next ticket as an item
-    // starts, so the atomic's round trip overlaps the item's copies; a ticket in a sequence's
-    // rowless row tiles moves the queue past them all.
-    int* const queue = a.work_counters;
-    auto take_ticket = [&] { return lane == 0 ? atomicAdd(queue, 1) : 0; };
-    auto resolve = [&](int ticket) {  // the item with rows it leads to (every lane), or num_items
-      if (lane == 0) {
-        while (ticket < num_items) {
-          const int first = hopper_first_item<C::kRows>(a, ticket, group);
-          if (ticket >= first) break;
-          atomicMax(queue, first);
-          ticket = atomicAdd(queue, 1);
-        }
-      }
-      return __shfl_sync(0xFFFFFFFFu, ticket, 0);
-    };
-    auto publish = [&](int k, int item) {  // the block's k-th item -> the consumers
-      const int slot = k % C::kItemSlots;
-      if (lane != 0) return;
-      hopper::mbarrier_wait(item_empty_bar + 8 * slot, ((k / C::kItemSlots) & 1) ^ 1);
-      item_s[slot] = item;
-      hopper::mbarrier_arrive(item_full_bar + 8 * slot);
-    };
+    int* const queue = a.work_counters;  // hopper_work_queue.cuh
+    auto resolve = [&](int ticket) { return hopper_resolve<C::kRows>(a, queue, ticket, num_items, group, lane); };
     int it = 0;  // tiles issued so far: stage it % kStages, round it / kStages
     int items_done = 0;  // items this block took so far (the item slots' and q barriers' phases)
-    for (int item = resolve(take_ticket()); item < num_items; ++items_done) {
-      publish(items_done, item);
-      const int ticket = take_ticket();
+    for (int item = resolve(hopper_take(queue, lane)); item < num_items; ++items_done) {
+      if (lane == 0) items.publish(items_done, item);
+      const int ticket = hopper_take(queue, lane);  // the next item's, in flight during this one
       const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
       // The item's Q tile, once the consumers' last S of the previous item completed: issued
       // after the item's first K / V tile, so that tile's copy is not held up behind the wait.
@@ -331,15 +259,8 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
       if (w.num_tiles == 0) load_q();
       item = resolve(ticket);
     }
-    publish(items_done, -1);
-    // The queue back to zero for the next launch, by the last block to take its last ticket.
-    if (lane == 0) {
-      __threadfence();
-      if (atomicAdd(queue + 1, 1) == static_cast<int>(gridDim.x) - 1) {
-        atomicExch(queue, 0);
-        atomicExch(queue + 1, 0);
-      }
-    }
+    if (lane == 0) items.publish(items_done, -1);
+    hopper_queue_done(queue, lane);
     return;
   }
 
@@ -372,11 +293,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
   if (kLoop == kLoopPingPong && wg == 1) hopper::named_barrier_arrive(4, 256);
   int it = 0;  // tiles consumed so far
   for (int items_done = 0;; ++items_done) {
-    const int slot = items_done % C::kItemSlots;
-    hopper::mbarrier_wait(item_full_bar + 8 * slot, (items_done / C::kItemSlots) & 1);
-    const int item = item_s[slot];
-    __syncwarp();
-    if (lane == 0) hopper::mbarrier_arrive(item_empty_bar + 8 * slot);
+    const int item = items.take(items_done, lane);
     if (item < 0) break;
     const HopperWork w = hopper_work<C::kRows, kTileKeys>(a, item, group);
     const int num_rows = w.num_rows, row0 = w.row0, kv_head = w.kv_head, q_begin = w.q_begin;
@@ -624,48 +541,7 @@ prefill_attention_hopper_kernel(const PrefillAttentionArgs a, const __grid_const
 
     it += num_tiles;
 
-    // Epilogue: rows g and g + 8 of the warp, columns 8 n + 2 t4 (+1). Where the output takes
-    // 16-byte stores in the KV dtype, each quad first transposes its pieces of chunks 4 m .. 4 m
-    // + 3, so that lane t4 stores chunk 4 m + t4 whole: a quarter of the store instructions, each
-    // writing whole sectors, as streaming stores (evict first: the output is not read again here,
-    // and the K / V stay in L2). The pair stores they replace held the consumers up at every
-    // item's end: H200, 2026-12-02, TFLOP/s, two runs each, 4 x 4096 578-584 -> 592-593, ragged 64
-    // x 100-2000 444-446 -> 454-460, 2048 after 14336 654-656 -> 658 (1 x 16384 624-662 either
-    // way); then streaming stores with the causal-only mask (softmax_rows) 596-597 -> 612-614,
-    // 458-459 -> 487-496, 655-657 -> 661-662 (1 x 16384 617-668). With no stores at all (an
-    // experiment, before both) 4 x 4096 ran 631 and the ragged batch 526; a copy-out through
-    // shared memory would need 32 KB that the Q tile and three K / V stages leave no room for.
-    const bool vectors = a.out_vectorized && a.out_type == kKvType;
-    const bool pairs = a.out_pairs && a.out_type == kKvType;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float row_sum = quad_sum(l[h]);
-      const int r = warp_row0 + g + 8 * h;
-      const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
-      const int64_t index =
-          query_row_offset<kHeadDim>(a.out_stride, q_begin, row0 + min(r, num_rows - 1), group, kv_head);
-      if (vectors) {  // warp-uniform: every lane shuffles
-#pragma unroll
-        for (int m = 0; m < kOChunks / 4; ++m) {
-          uint32_t v[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int n = 4 * m + j;
-            v[j] = Kv::pack(o[4 * n + 2 * h] * inv_sum, o[4 * n + 2 * h + 1] * inv_sum);
-          }
-          quad_transpose(v, t4);
-          if (r < num_rows) {
-            __stcs(reinterpret_cast<uint4*>(static_cast<uint16_t*>(a.out) + index + (4 * m + t4) * 8),
-                   make_uint4(v[0], v[1], v[2], v[3]));
-          }
-        }
-      } else if (r < num_rows) {
-#pragma unroll
-        for (int n = 0; n < kOChunks; ++n)
-          store_out_pair<kKvType>(a, pairs, index + n * 8 + 2 * t4, o[4 * n + 2 * h] * inv_sum,
-                                  o[4 * n + 2 * h + 1] * inv_sum);
-      }
-    }
+    store_output_rows<kKvType, kHeadDim>(a, o, l, q_begin, row0, num_rows, group, kv_head, warp_row0, g, t4);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 
 namespace brisk::cuda::prefill {
@@ -52,6 +53,55 @@ __device__ __forceinline__ void store_out_pair(const PrefillAttentionArgs& a, bo
   } else {
     store_one(a.out, a.out_type, index, v0);
     store_one(a.out, a.out_type, index + 1, v1);
+  }
+}
+
+// The Hopper kernel's epilogue: a consumer warp's O / l (wgmma accumulators: rows warp_row0 + g
+// and + 8, columns 8 n + 2 t4 (+1), o[4 n + 2 h + e]) in the output dtype. Where the output takes
+// 16-byte stores in the KV dtype, each quad first transposes its pieces of chunks 4 m .. 4 m
+// + 3, so that lane t4 stores chunk 4 m + t4 whole: a quarter of the store instructions, each
+// writing whole sectors, as streaming stores (evict first: the output is not read again here,
+// and the K / V stay in L2). The pair stores they replace held the consumers up at every
+// item's end: H200, 2026-12-02, TFLOP/s, two runs each, 4 x 4096 578-584 -> 592-593, ragged 64
+// x 100-2000 444-446 -> 454-460, 2048 after 14336 654-656 -> 658 (1 x 16384 624-662 either
+// way); then streaming stores with the causal-only mask (the kernel's softmax_rows) 596-597 ->
+// 612-614, 458-459 -> 487-496, 655-657 -> 661-662 (1 x 16384 617-668). With no stores at all (an
+// experiment, before both) 4 x 4096 ran 631 and the ragged batch 526; a copy-out through
+// shared memory would need 32 KB that the Q tile and three K / V stages leave no room for.
+template <FloatType kKvType, int kHeadDim>
+__device__ __forceinline__ void store_output_rows(const PrefillAttentionArgs& a, const float (&o)[kHeadDim / 2],
+                                                  const float (&l)[2], int q_begin, int row0, int num_rows,
+                                                  int group, int kv_head, int warp_row0, int g, int t4) {
+  const bool vectors = a.out_vectorized && a.out_type == kKvType;
+  const bool pairs = a.out_pairs && a.out_type == kKvType;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float row_sum = quad_sum(l[h]);
+    const int r = warp_row0 + g + 8 * h;
+    const float inv_sum = row_sum > 0.0f ? 1.0f / row_sum : 0.0f;
+    const int64_t index =
+        query_row_offset<kHeadDim>(a.out_stride, q_begin, row0 + min(r, num_rows - 1), group, kv_head);
+    if (vectors) {  // warp-uniform: every lane shuffles
+#pragma unroll
+      for (int m = 0; m < kHeadDim / 32; ++m) {
+        uint32_t v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int n = 4 * m + j;
+          v[j] = KvTraits<kKvType>::pack(o[4 * n + 2 * h] * inv_sum, o[4 * n + 2 * h + 1] * inv_sum);
+        }
+        quad_transpose(v, t4);
+        if (r < num_rows) {
+          __stcs(reinterpret_cast<uint4*>(static_cast<uint16_t*>(a.out) + index + (4 * m + t4) * 8),
+                 make_uint4(v[0], v[1], v[2], v[3]));
+        }
+      }
+    } else if (r < num_rows) {
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n)
+        store_out_pair<kKvType>(a, pairs, index + n * 8 + 2 * t4, o[4 * n + 2 * h] * inv_sum,
+                                o[4 * n + 2 * h + 1] * inv_sum);
+    }
   }
 }
 
