@@ -153,6 +153,8 @@ TEST(GemmW4A16, MatchesCpuDecodeRows) {
            {16, 6144, 4096, 128, true, bf16, bf16, true, true},      // qkv, strided x
            {3, 272, 14336, 128, true, bf16, f32, false, false},      // long K: stages end inside splits
            {2, 1040, 2560, 512, true, f16, bf16, true, false, bf16},
+           {5, 64, 1536, 384, true, bf16, bf16, false, false},  // 3 chunks a group: scales on the weights
+           {1, 48, 1536, 384, false, f16, f16, true, false, f32},
        }) {
     cases.push_back(c);
   }

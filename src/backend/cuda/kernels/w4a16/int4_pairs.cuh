@@ -21,6 +21,8 @@ struct Int4Pairs<FloatType::kBF16> {
   static constexpr uint32_t kMagic = 0x43004300u;  // bf16 128 | 128
   static constexpr uint32_t kOne = 0x3F803F80u;    // bf16 1 | 1
   static constexpr float kOffset = 128.0f;
+  // 128 + z for a zero point z < 16 (z at fp32's unit place for 128: one integer instruction).
+  __device__ static float offset_plus(uint32_t z) { return __uint_as_float(0x43000000u + (z << 16)); }
   __device__ static uint32_t splat(float v) {
     const __nv_bfloat162 h = __float2bfloat162_rn(v);
     return *reinterpret_cast<const uint32_t*>(&h);
@@ -48,6 +50,7 @@ struct Int4Pairs<FloatType::kF16> {
   static constexpr uint32_t kMagic = 0x64006400u;  // f16 1024 | 1024
   static constexpr uint32_t kOne = 0x3C003C00u;    // f16 1 | 1
   static constexpr float kOffset = 1024.0f;
+  __device__ static float offset_plus(uint32_t z) { return __uint_as_float(0x44800000u + (z << 13)); }  // 1024 + z
   __device__ static uint32_t splat(float v) {
     const __half2 h = __float2half2_rn(v);
     return *reinterpret_cast<const uint32_t*>(&h);

@@ -21,6 +21,7 @@
 
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
 #include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
@@ -143,6 +144,8 @@ __global__ void __launch_bounds__(kThreads) w4a16_small_m_kernel(W4A16Args a) {
 
 // y[r, n] = sum over splits of partials + bias.
 __global__ void w4a16_reduce_kernel(W4A16Args a) {
+  pdl_wait();  // the partials of the kernel before
+  pdl_release();
   const int64_t total = int64_t{a.m} * a.n;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / a.n, n = i % a.n;
@@ -238,7 +241,7 @@ void launch_w4a16_small_m(const W4A16Args& a, cudaStream_t stream) {
 void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream) {
   const int64_t total = int64_t{a.m} * a.n;
   const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((total + 255) / 256, 1, 4096));
-  w4a16_reduce_kernel<<<blocks, 256, 0, stream>>>(a);
+  launch_pdl(w4a16_reduce_kernel, dim3(blocks), dim3(256), 0, stream, a);
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
 
