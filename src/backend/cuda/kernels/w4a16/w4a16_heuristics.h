@@ -72,29 +72,29 @@ struct W4A16MmaRule {
 // flight are not what limits it; starting each group of 32 warps at its own chunk (against permuted
 // x's L2 hot spot, as the wgmma kernel does) lost (M 32 64 vs 48.5: the weights' contiguous run
 // matters more here). 2026-12-02 (us, gate_up / qkv / o_proj / down, same run as the rules'
-// configurations): two 16-row tiles a warp (half the x loads per weight) lost except on down:
-// M 16 with 4 stages 44.2 / 18.3 / 15.7 / 26.1 and 3 stages 36.5 / 18.4 / 16.4 / 26.5 against
-// 35.3 / 15.9 / 13.6 / 28.4; M 1 with shared x 26.0 / 13.4 / 12.3 / 18.7 against 23.0 / 11.7 /
-// 10.2 / 16.1; M 32 58.1 / 22.5 / 19.6 / 32.4 against 47.3 / 18.8 / 16.3 / 35.6. The 16-token
-// configuration at 3 blocks an SM (no spill at 168 registers; 4 blocks spill 12 bytes): 49.8 /
-// 19.0 / 16.2 / 29.3. Its M 1 step (SASS) takes ~150 instructions a KiB of weights against ~80
-// for the dequantization, MMAs and x loads alone: the rest is address and group arithmetic
-// (64-bit products per load, the group-size branch), a lead for the next attempt. 2026-12-02
-// (session 11): running weight pointers, a shift for the group and one integer instruction for
-// 128 + z took the step from ~146 to ~129 instructions (gate_up M 1 23.1 vs 22.5 us before, no
-// clear change); programmatic launch released after the main loop gave 21.3 (below). ncu of that
-// M 1 kernel (no programmatic launch, 24.4 us under the profiler): DRAM 54% of peak, issue slots
-// 39% busy, 3.2 warps a scheduler of which 0.8 eligible, stalls per issued instruction: fixed-
-// latency wait 1.83, long scoreboard 1.44, math pipe 0.46; SMs active 81% of the time (448 blocks
-// over 132 SMs, 3 or 4 each). Variants (us, gate_up / qkv / o_proj / down at M 1): no scale or
-// zero loads 24.6 against 25.4, x from registers instead of shared memory no change, no
-// dequantization or MMA at all 18.4 / 9.6 / 10.7 / 13.4 (the loads alone: this pipeline's floor);
-// two or four MMA accumulators a chunk 26.8-27.0 against 25.4; blocks of 2 warps 26.6; x rows
-// laid out bank-conflict free (ncu: 47% of shared wavefronts were conflicts) no change; a weight
-// ring in shared memory by cp.async (6 stages, 84 registers) 24.3 against 21.3, with two warps a
-// tile splitting the block's K (twice the warps an SM, 64-72 registers, spills) 23.3-27.6; a
-// register ring of 8 stages (spills) 25.8. Reaching 16 us needs both a lower load floor and the
-// compute hidden under it: more warps an SM at no more registers a warp.
+// configurations): two 16-row tiles a warp (half the x loads per weight) lost except on down: M 16
+// with 4 stages 44.2 / 18.3 / 15.7 / 26.1 and 3 stages 36.5 / 18.4 / 16.4 / 26.5 against 35.3 /
+// 15.9 / 13.6 / 28.4; M 1 with shared x 26.0 / 13.4 / 12.3 / 18.7 against 23.0 / 11.7 / 10.2 /
+// 16.1; M 32 58.1 / 22.5 / 19.6 / 32.4 against 47.3 / 18.8 / 16.3 / 35.6. The 16-token
+// configuration at 3 blocks an SM (no spill at 168 registers; 4 blocks spill 12 bytes): 49.8 / 19.0
+// / 16.2 / 29.3. Its M 1 step (SASS) takes ~150 instructions a KiB of weights against ~80 for the
+// dequantization, MMAs and x loads alone: the rest is address and group arithmetic (64-bit products
+// per load, the group-size branch), a lead for the next attempt. 2026-12-02 (session 11): running
+// weight pointers, a shift for the group and one integer instruction for 128 + z took the step from
+// ~146 to ~129 instructions (gate_up M 1 23.1 us against 22.5 in an earlier run: no clear change);
+// programmatic launch released after the main loop gave 21.3 (w4a16_mma.cu). ncu of that M 1 kernel
+// (no programmatic launch, 24.4 us under the profiler): DRAM 54% of peak, issue slots 39% busy, 3.2
+// warps a scheduler of which 0.8 eligible, stalls per issued instruction: fixed-latency wait 1.83,
+// long scoreboard 1.44, math pipe 0.46; SMs active 81% of the time (448 blocks over 132 SMs, 3 or 4
+// each). Variants (us, gate_up / qkv / o_proj / down at M 1): no scale or zero loads 24.6 against
+// 25.4, x a constant instead of read from shared memory no change, no dequantization or MMA at all
+// 18.4 / 9.6 / 10.7 / 13.4 (the loads alone: this pipeline's floor); two or four MMA accumulators a
+// chunk 26.8-27.0 against 25.4; blocks of 2 warps 26.6; x rows laid out bank-conflict free (ncu:
+// 47% of shared wavefronts were conflicts) no change; a weight ring in shared memory by cp.async (6
+// stages, 84 registers) 24.3 against 21.3, with two warps a tile splitting the block's K (twice the
+// warps an SM, 64-72 registers, spills) 23.3-27.6; a register ring of 8 stages (spills) 25.8.
+// Reaching 16 us needs both a lower load floor and the compute hidden under it: more warps an SM at
+// no more registers a warp.
 inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the
