@@ -70,10 +70,21 @@ struct GroupIndex {
   __device__ unsigned of(unsigned k_position) const { return pow2 ? k_position >> shift : k_position / group_size; }
 };
 
-// Zero point `index` (read-only path), 8 where there are none (symmetric weights).
-__device__ __forceinline__ uint32_t load_zero(const uint8_t* zeros, unsigned index) {
-  return zeros != nullptr ? load_u8_nc(zeros + index) : 8u;
-}
+// The zero point of symmetric weights (no zero points).
+__device__ const uint8_t kSymmetricZero = 8;
+
+// Zero points (read-only path): `index`, or 8 for symmetric weights, which read kSymmetricZero
+// at stride 0. The stride is opaque to the compiler, so it stays a factor of the index instead of
+// a predicate recomputed at every load.
+struct ZeroPoints {
+  const uint8_t* base;
+  unsigned stride;
+  __device__ explicit ZeroPoints(const uint8_t* zeros)
+      : base(zeros != nullptr ? zeros : &kSymmetricZero), stride(zeros != nullptr ? 1u : 0u) {
+    asm volatile("" : "+r"(stride));
+  }
+  __device__ uint32_t load(unsigned index) const { return load_u8_nc(base + index * stride); }
+};
 
 // 16 and 8 bytes from shared memory at a shared-space address (weights of a stage's copy).
 __device__ __forceinline__ uint4 load_shared_u128(uint32_t address) {

@@ -52,9 +52,6 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 
-// The zero point of symmetric weights (no zero points): every group reads this byte.
-__device__ const uint8_t kSymmetricZero = 8;
-
 // One pipeline step's global loads of one lane: raw, so that issuing them never waits.
 template <int kNTiles, int kChunks>
 struct Step {
@@ -101,13 +98,11 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
   // wstride apart from one chunk to the next: 64 bytes along a row (kRows), N / 16 KiB in the
   // chunk-major kTiles16 (where a warp's loads are 512 contiguous bytes); wptr runs along them
   // (load_step runs once per step, in order). The rows' scales and zero points start at index
-  // group_row (symmetric weights: every group reads kSymmetricZero, zero_stride 0).
+  // group_row.
   const uint8_t* wptr[kNTiles][2];
   uint32_t group_row[kNTiles][2];
   const int64_t wstride = tiles ? (a.n / 16) * 1024 : 64;
-  const uint8_t* zeros = a.zeros != nullptr ? a.zeros : &kSymmetricZero;
-  unsigned zero_stride = a.zeros != nullptr ? 1u : 0u;
-  asm volatile("" : "+r"(zero_stride));  // kept as a factor, not a predicate recomputed each step
+  const ZeroPoints zeros(a.zeros);
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
@@ -134,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
           if (valid) {
             s.w[nt][h][c] = load_streaming(wptr[nt][h] + c * wstride);
             s.scale[nt][h][c] = load_scale<kScale>(a.scales, group_row[nt][h] + group);
-            s.zero[nt][h][c] = load_u8_nc(zeros + (group_row[nt][h] + group) * zero_stride);
+            s.zero[nt][h][c] = zeros.load(group_row[nt][h] + group);
           } else if (kChunks > 1) {
             s.w[nt][h][c] = make_uint4(0, 0, 0, 0);
             s.scale[nt][h][c] = 0;

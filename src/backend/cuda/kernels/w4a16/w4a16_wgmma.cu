@@ -171,6 +171,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const GroupIndex groups(a.group_size);
   const uint32_t group_row[2] = {groups.row_start(row[0], a.k), groups.row_start(row[1], a.k)};
   const uint32_t lo_hi = static_cast<uint32_t>(t * 0x11 + (4 + t) * 0x1100);
+  const ZeroPoints zeros(a.zeros);
 
   // The lane's scale and zero point of rows g, g + 8 for chunk c (permuted x: K 128 c + 32 t ..
   // + 31, one group; direct x needs group_size % 128 == 0: one group per chunk), loaded
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       rs[h] = load_scale<kScale>(a.scales, group_row[h] + group);
-      rz[h] = load_zero(a.zeros, group_row[h] + group);
+      rz[h] = zeros.load(group_row[h] + group);
     }
   };
 
