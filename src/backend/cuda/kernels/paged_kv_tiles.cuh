@@ -23,7 +23,7 @@ __device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 }
 
-template <class Config, class Args>
+template <class Config, class Args, bool kEvictFirst = false>
 struct PagedKvTiles {
   static constexpr int kLoads = Config::kLoadsPerThread;
 
@@ -36,7 +36,8 @@ struct PagedKvTiles {
         key_end(key_end_arg),
         num_tiles(num_tiles_arg),
         load_chunk(static_cast<int>(threadIdx.x) % Config::kChunks),
-        load_key0(static_cast<int>(threadIdx.x) / Config::kChunks) {}
+        load_key0(static_cast<int>(threadIdx.x) / Config::kChunks),
+        policy(kEvictFirst ? l2_evict_first_policy() : 0) {}
 
   // Block ids of tile `tile`'s keys for this thread's copies (-1: no copy, zeros land instead).
   __device__ __forceinline__ void fetch_ids(int tile, int (&ids)[kLoads]) const {
@@ -68,8 +69,13 @@ struct PagedKvTiles {
                           Config::kHeadDim + load_chunk * 8
                 : 0;
       const uint32_t dst = swizzled<Config::kChunks>(local, load_chunk);
-      cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
-      cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
+      if constexpr (kEvictFirst) {
+        cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0, policy);
+        cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0, policy);
+      } else {
+        cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
+        cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
+      }
     }
   }
 
@@ -130,6 +136,7 @@ struct PagedKvTiles {
   int num_tiles;
   int load_chunk;
   int load_key0;
+  uint64_t policy;
 };
 
 }  // namespace brisk::cuda
