@@ -84,9 +84,9 @@ struct DecodeConfig {
   static constexpr int kPrefetchTiles = 256 * 1024 / (kBlocksPerSm * kStageBytes);
   // K / V copies with an L2 evict-first policy: read once, their lines are the first to make
   // room, so they no longer push out the lines prefetched (above) for the tiles ahead, nor anything
-  // else in L2. H200, 32 / 8 heads, same build without and with it (2026-12-02): 1 x 32768 39.8 ->
+  // else in L2. H200, 32 / 8 heads, without and with it (2026-12-02, two runs): 1 x 32768 39.8 ->
   // 35.5 us (3.38 -> 3.79 TB/s), 8 x 4096 38.0 -> 34.1, 64 x 4096 246.3 -> 244.0, 8 x 4096 32 / 32
-  // 122.2 -> 123.2. Not in the 2-warp and head_dim 256 shapes: there ptxas 13.0 emits some hinted
+  // 122.2 -> 123.2 (a policy chosen at run time, in one run: 1 x 32768 39.8 -> 37.7). Not in the 2-warp and head_dim 256 shapes: there ptxas 13.0 emits some hinted
   // copies with a uniform-register descriptor it never writes (an illegal instruction at run time).
   static constexpr bool kKvEvictFirst = kWarps == 4 && kHeadDim <= 128;
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
