@@ -36,7 +36,11 @@ namespace brisk::cuda::decode {
 // (decode_attention.cu says why in 8-warp blocks), 38.3-38.5 / 37.1-37.2; tickets taken as each
 // block's keys are done (the last block knows it is last while its warps still merge) and the
 // others' partials awaited with an acquire load, 38.7-38.9 / 36.7-36.8 (this merge 38.6 / 36.7-
-// 36.9 in that run).
+// 36.9 in that run). Also dropped (2026-12-02): one more block per (sequence, kv head, row chunk)
+// in a single wave (1 x 32768: 264 blocks on 264 slots) that only merges, polling per-split flags
+// (set with release) and bulk-copying each split's partials as it arrives, so that only the last
+// split's are left to fetch: 1 x 32768 40.0-40.4 us against 38.5-39.9 (with the fused append
+// 42.0-47.0 against 38.7-40.4), 8 x 4096 the same.
 template <int kHeadDim, int kThreads, int kBufferBytes>
 __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
                                              int kv_head, uint8_t* buffer) {
