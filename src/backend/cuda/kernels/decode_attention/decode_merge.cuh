@@ -40,7 +40,7 @@ namespace brisk::cuda::decode {
 // in a single wave (1 x 32768: 264 blocks on 264 slots) that only merges, polling per-split flags
 // (set with release) and bulk-copying each split's partials as it arrives, so that only the last
 // split's are left to fetch: 1 x 32768 40.0-40.4 us against 38.5-39.9 (with the fused append
-// 42.0-47.0 against 38.7-40.4), 8 x 4096 the same.
+// 42.0-47.0 against 38.7-40.4; 8 x 4096 has no room for them).
 template <int kHeadDim, int kThreads, int kBufferBytes>
 __device__ __forceinline__ void merge_splits(const DecodeAttentionArgs& a, int q_begin, int row0, int num_rows,
                                              int kv_head, uint8_t* buffer) {
