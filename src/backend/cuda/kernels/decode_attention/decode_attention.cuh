@@ -77,17 +77,20 @@ struct DecodeConfig {
   static_assert(kStages >= 2);
   static constexpr int kQLoadsPerThread = kDecodeRowsPerBlock * kChunks / kThreads;  // 8-element runs of q
   static_assert(kQLoadsPerThread * kThreads == kDecodeRowsPerBlock * kChunks);
-  // Tiles each block prefetches into L2 before its PDL wait: 256 KB of K and V per SM in all
-  // (about 34 MB on 132 SMs, within the 50 MB L2). On the H200 (hd 128, 2 blocks per SM) 4 tiles
-  // took 8 x 4096 from 39.0 to 38.1 us and 1 x 32768 from 40.7 to 40.2; 6 and 8 were slower, on
-  // 256 x 512 too, where the prefetched lines no longer fit in L2.
-  static constexpr int kPrefetchTiles = 256 * 1024 / (kBlocksPerSm * kStageBytes);
+  // Tiles each block prefetches into L2 before its PDL wait: 128 KB of K and V per SM in all
+  // (about 17 MB on 132 SMs; 2 tiles at head_dim 128). On the H200 (hd 128, 2 blocks per SM, each
+  // call over another copy of the cache, evict-first copies) 1 x 32768 took 36.1-36.4 us with 2
+  // tiles against 38.0-38.1 with 4, 39.3 with 6, 41.0 with 8 and 37.2-37.5 with none; 8 x 4096
+  // 35.3 against 36.3; 64 x 4096 248.4 against 247.5 (2026-12-02). (Before the evict-first
+  // copies, with one cache for every call, 4 tiles had been best.)
+  static constexpr int kPrefetchTiles = 128 * 1024 / (kBlocksPerSm * kStageBytes);
   // K / V copies with an L2 evict-first policy: read once, their lines are the first to make
   // room, so they no longer push out the lines prefetched (above) for the tiles ahead, nor anything
-  // else in L2. H200, 32 / 8 heads, without and with it (2026-12-02, two runs): 1 x 32768 39.8 ->
-  // 35.5 us (3.38 -> 3.79 TB/s), 8 x 4096 38.0 -> 34.1, 64 x 4096 246.3 -> 244.0, 8 x 4096 32 / 32
-  // 122.2 -> 123.2 (a policy chosen at run time, in one run: 1 x 32768 39.8 -> 37.7). Not in the 2-warp and head_dim 256 shapes: there ptxas 13.0 emits some hinted
-  // copies with a uniform-register descriptor it never writes (an illegal instruction at run time).
+  // else in L2. H200, 32 / 8 heads, each call over another copy of the cache, without and with it
+  // (2026-12-02, one run): 1 x 32768 38.0 -> 37.0 us, 8 x 4096 36.3 -> 35.4, 64 x 4096 241.9 ->
+  // 241.7, 8 x 4096 32 / 32 122.6 -> 121.8. Not in the 2-warp and head_dim 256 shapes: there ptxas
+  // 13.0 emits some hinted copies with a uniform-register descriptor it never writes (an illegal
+  // instruction at run time).
   static constexpr bool kKvEvictFirst = kWarps == 4 && kHeadDim <= 128;
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
