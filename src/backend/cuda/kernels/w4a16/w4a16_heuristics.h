@@ -94,7 +94,10 @@ struct W4A16MmaRule {
 // stages, 84 registers) 24.3 against 21.3, with two warps a tile splitting the block's K (twice the
 // warps an SM, 64-72 registers, spills) 23.3-27.6; a register ring of 8 stages (spills) 25.8.
 // Reaching 16 us needs both a lower load floor and the compute hidden under it: more warps an SM at
-// no more registers a warp.
+// no more registers a warp. 2026-12-02 (session 12): each warp's lane 0 prefetching its tile's
+// 1 KiB into L2 (cp.async.bulk.prefetch) 4 to 16 steps ahead of the register ring lost: gate_up
+// M 1 25.0-26.6 us against 23.9 (M 16 34.4-36.1 against 33.0), qkv / o_proj the same, down M 1
+// 15.0-16.1 against 15.0.
 inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the
