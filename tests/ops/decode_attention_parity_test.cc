@@ -143,18 +143,18 @@ void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num
   const Tensor positions_d = to_device(TensorView(positions.data(), DType::kI32, {num_seqs}));
   const Tensor slots_d = to_device(TensorView(slots.data(), DType::kI32, {num_seqs}));
   const Tensor cos_sin_d = to_device(make_cos_sin(context_len, kHeadDim, 500000.0));
-  std::vector<RopeKvAppendParams> ropes(kCopies);
+  RopeKvAppendParams rope;
+  rope.positions = positions_d;
+  rope.cos_sin = cos_sin_d;
+  rope.num_heads = num_heads;
+  rope.num_kv_heads = num_kv_heads;
+  rope.head_dim = kHeadDim;
+  rope.slot_mapping = slots_d;
+  std::vector<RopeKvAppendParams> ropes(kCopies, rope);
   for (int c = 0; c < kCopies; ++c) {
-    RopeKvAppendParams& rope = ropes[c];
-    rope.qkv = batches[c].qkv;
-    rope.positions = positions_d;
-    rope.cos_sin = cos_sin_d;
-    rope.num_heads = num_heads;
-    rope.num_kv_heads = num_kv_heads;
-    rope.head_dim = kHeadDim;
-    rope.slot_mapping = slots_d;
-    rope.k_cache = batches[c].k_cache;
-    rope.v_cache = batches[c].v_cache;
+    ropes[c].qkv = batches[c].qkv;
+    ropes[c].k_cache = batches[c].k_cache;
+    ropes[c].v_cache = batches[c].v_cache;
   }
   const double kv_bytes = double(num_seqs) * context_len * num_kv_heads * kHeadDim * 2 * 2;
   const double flops = 4.0 * num_seqs * num_heads * kHeadDim * context_len;

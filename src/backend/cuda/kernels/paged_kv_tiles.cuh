@@ -69,13 +69,8 @@ struct PagedKvTiles {
                           Config::kHeadDim + load_chunk * 8
                 : 0;
       const uint32_t dst = swizzled<Config::kChunks>(local, load_chunk);
-      if constexpr (kEvictFirst) {
-        cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0, policy);
-        cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0, policy);
-      } else {
-        cp_async_16(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
-        cp_async_16(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
-      }
+      copy(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
+      copy(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
     }
   }
 
@@ -128,6 +123,15 @@ struct PagedKvTiles {
     }
   }
 
+  // One 16-byte copy (cp_async_16), with the evict-first policy where the kernel asks for it.
+  __device__ __forceinline__ void copy(uint32_t dst, const void* src, int src_bytes) const {
+    if constexpr (kEvictFirst) {
+      cp_async_16(dst, src, src_bytes, policy);
+    } else {
+      cp_async_16(dst, src, src_bytes);
+    }
+  }
+
   const Args& a;
   const int32_t* block_table;  // the sequence's row
   int kv_head;
@@ -136,7 +140,7 @@ struct PagedKvTiles {
   int num_tiles;
   int load_chunk;
   int load_key0;
-  uint64_t policy;
+  uint64_t policy;  // l2_evict_first_policy() with kEvictFirst
 };
 
 }  // namespace brisk::cuda
