@@ -97,7 +97,21 @@ struct W4A16MmaRule {
 // no more registers a warp. 2026-12-02 (session 12): each warp's lane 0 prefetching its tile's
 // 1 KiB into L2 (cp.async.bulk.prefetch) 4 to 16 steps ahead of the register ring lost: gate_up
 // M 1 25.0-26.6 us against 23.9 (M 16 34.4-36.1 against 33.0), qkv / o_proj the same, down M 1
-// 15.0-16.1 against 15.0.
+// 15.0-16.1 against 15.0. 2026-12-02 (session 13): the M 1 kernel is bound by SM cycles, not
+// by DRAM: under ncu (SM clock locked at 1.35 GHz) gate_up takes 41.1k cycles = 30.4 us, DRAM
+// 44% of peak, 0.52 instructions issued a cycle per scheduler with 0.95 of 3.29 warps eligible;
+// 41.1k cycles at the ~1.98 GHz boost are the 20.9 us of the benchmark. Time against N (M 1, K
+// 4096, us): N 16896 (2 blocks an SM) 16.6, 25344 (3) 19.9, 28672 (3.39) 21.0, 33792 (4) 24.1,
+// 42240 (5) 25.5: more warps an SM raise the rate, 2.5x the bytes for 1.5x the time. A stream-K
+// version (branch streamk-experiment: every SM 20 warps, each a balanced run of (tile, chunk)
+// units, runs quantized to whole ring groups, the last warp of a shared tile adding the partial
+// sums) lost nevertheless: gate_up M 1 / 8 / 16 23.9 / 34.7 / 40.4 (here 20.8 / - / 29.9), qkv
+// M 1 12.6 (9.3), down 17.9 (13.3), o_proj 8.4 (8.3-9.3); at N 16896 its 20 warps an SM of 12.8
+// units each took 16.9 against 16.6 for 8 warps of 32 units, so each warp's run carries a fixed
+// start and end (first loads, x fill, final stores and, there, the partial-sum hand-off) that
+// shorter runs do not amortize. Also lost: lane 0 of each warp prefetching its next 2 to 16 KiB
+// steps into L2 (cp.async.bulk.prefetch) before the PDL wait: gate_up M 1 21.4 / 21.8 / 22.4 /
+// 23.8 (2 / 4 / 8 / 16 steps) against 20.8-20.9, down 13.7-15.5 against 13.2-13.3.
 inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the
