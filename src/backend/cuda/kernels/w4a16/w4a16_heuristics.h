@@ -103,8 +103,8 @@ struct W4A16MmaRule {
 // 41.1k cycles at the ~1.98 GHz boost are the 20.9 us of the benchmark. Time against N (M 1, K
 // 4096, us): N 16896 (2 blocks an SM) 16.6, 25344 (3) 19.9, 28672 (3.39) 21.0, 33792 (4) 24.1,
 // 42240 (5) 25.5: more warps an SM raise the rate, 2.5x the bytes for 1.5x the time. A stream-K
-// version (local branch streamk-experiment, 3bf5fe9: every SM 20 warps, each a balanced run of (tile, chunk)
-// units, runs quantized to whole ring groups, the last warp of a shared tile adding the partial
+// version (local branch streamk-experiment, 3bf5fe9: every SM 20 warps, each a balanced run of
+// (tile, chunk) units, runs quantized to whole ring groups, the last warp of a shared tile adding the partial
 // sums) lost nevertheless: gate_up M 1 / 8 / 16 23.9 / 34.7 / 40.4 (here 20.8 / - / 29.9), qkv
 // M 1 12.6 (9.3), down 17.9 (13.3), o_proj 8.4 (8.3-9.3); at N 16896 its 20 warps an SM of 12.8
 // units each took 16.9 against 16.6 for 8 warps of 32 units, so each warp's run carries a fixed
@@ -114,8 +114,8 @@ struct W4A16MmaRule {
 // 23.8 (2 / 4 / 8 / 16 steps) against 20.8-20.9, down 13.7-15.5 against 13.2-13.3. And
 // configuration 0 at 4 blocks an SM (100 registers, 116-118 instructions a unit against 125):
 // M 1 gate_up 21.5, qkv 9.6-10.4, o_proj 8.4-9.5, down 16.2-16.4. In that build, time against K
-// at N 28672, M 1: K 512 6.0, 1024 8.0, 2048 12.3, 4096 21.5, 8192 45.1 us (linear in the steps
-// a warp runs: no large fixed part to win back).
+// at N 28672, M 1: K 512 6.0, 1024 8.0, 2048 12.3, 4096 21.5, 8192 45.1 us: about 4 us of start
+// and end, then 0.54-0.74 us for each 128-K step of a warp (13.6 warps an SM).
 inline constexpr W4A16MmaRule kW4A16MmaRules[] = {{8, 0}, {16, 2}, {32, 3}, {64, 4}};
 inline constexpr int kW4A16MmaMaxRows = 64;
 // Up to this M the tensor-core kernel runs in passes of kW4A16MmaMaxRows rows (each reading the
