@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16
 // what the peers do), and as the engine's decode layers run it, with RoPE and the new token's KV
 // append (rope_append_attention, fused where that pays; "decode_attention_fused"). The calls
 // take four copies of the batch in turn, so that none finds K / V in L2 from the call before, as
-// in the engine (the other layers' run in between): the kernel's evict-first copies leave the
+// in the engine (the other layers run in between): the kernel's evict-first copies leave the
 // lines it prefetched for its first tiles in L2, and with one cache for every call those served
 // the next call (H200, 2026-12-02: 1 x 32768 35.2 us against 37.1 over four caches, 8 x 4096 33.7
 // against 35.4; without the policy 38.0-38.3 either way).

@@ -104,8 +104,8 @@ struct W4A16MmaRule {
 // 4096, us): N 16896 (2 blocks an SM) 16.6, 25344 (3) 19.9, 28672 (3.39) 21.0, 33792 (4) 24.1,
 // 42240 (5) 25.5: more warps an SM raise the rate, 2.5x the bytes for 1.5x the time. A stream-K
 // version (local branch streamk-experiment, 3bf5fe9: every SM 20 warps, each a balanced run of
-// (tile, chunk) units, runs quantized to whole ring groups, the last warp of a shared tile adding the partial
-// sums) lost nevertheless: gate_up M 1 / 8 / 16 23.9 / 34.7 / 40.4 (here 20.8 / - / 29.9), qkv
+// (tile, chunk) units, runs quantized to whole ring groups, the last warp of a shared tile
+// adding the partial sums) lost nevertheless: gate_up M 1 / 8 / 16 23.9 / 34.7 / 40.4 (here 20.8 / - / 29.9), qkv
 // M 1 12.6 (9.3), down 17.9 (13.3), o_proj 8.4 (8.3-9.3); at N 16896 its 20 warps an SM of 12.8
 // units each took 16.9 against 16.6 for 8 warps of 32 units, so each warp's run carries a fixed
 // start and end (first loads, x fill, final stores and, there, the partial-sum hand-off) that
