@@ -17,7 +17,10 @@
 //   sqrt(K) for 16-bit x, exact for f32 x (atol = 2e-4 * sqrt(K)).
 #include <gtest/gtest.h>
 
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "ops_test_util.h"
@@ -88,7 +91,12 @@ void check_w4a16(const W4Case& c) {
   EXPECT_EQ(repacked.layout, c.n % 16 == 0 && c.k % 128 == 0 ? Int4Layout::kTiles16 : Int4Layout::kRows) << describe(c);
   if (repacked.layout == Int4Layout::kRows) return;
   cuda_backend().gemm_w4a16(repacked);
-  expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c) + " tiles");
+  const std::vector<double> tiled = host_doubles(y_d);
+  expect_close(tiled, to_doubles(expected), atol, output_rtol(c.y), describe(c) + " tiles");
+  // Again into an output of other values: the same bits (split-K partials add in a fixed order).
+  fill_random(y_d, 3);
+  cuda_backend().gemm_w4a16(repacked);
+  EXPECT_EQ(host_doubles(y_d), tiled) << describe(c) << " tiles, second run";
 }
 
 TEST(GemmW4A16, MatchesCpuSmallM) {
@@ -270,9 +278,9 @@ TEST(GemmW4A16, TileLayoutChecks) {
 }
 
 // Perf: Llama-3-8B's layer shapes over an M sweep (the table bench/w4a16_peers.py joins with
-// its PyTorch peers), the tensor-core kernel's configurations (to tune w4a16_heuristics.h), and
-// the large square GEMM. Weights of several device copies rotate so that the timed reads
-// come from DRAM, not the 50 MB L2.
+// its PyTorch peers), the tensor-core kernel's configurations (to tune w4a16_heuristics.h), the
+// issue's large square GEMM, and one shape the environment names. Weights of several device copies
+// rotate so that the timed reads come from DRAM, not the 50 MB L2.
 struct PerfShape {
   const char* name;
   int64_t n, k;
@@ -400,6 +408,20 @@ TEST(GemmW4A16Perf, LargeSquare) {
   const int64_t m = 16384, n = 16384, k = 16384;
   PerfWeights w = perf_weights(n, k);
   time_w4a16("w4a16 square", w, m, n, k, 5);
+}
+
+// One shape for tuning and profiling (ncu): BRISK_W4A16_SHAPE="N K M [wgmma configuration]", the
+// configuration forced as w4a16_wgmma_config_override takes it (-1: the rules).
+TEST(GemmW4A16Perf, OneShape) {
+  const char* shape = std::getenv("BRISK_W4A16_SHAPE");
+  if (!perf_enabled() || shape == nullptr) GTEST_SKIP() << "set BRISK_OPS_PERF=1 and BRISK_W4A16_SHAPE";
+  int64_t n = 0, k = 0, m = 0;
+  int config = -1;
+  ASSERT_GE(std::sscanf(shape, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %d", &n, &k, &m, &config), 3) << "BRISK_W4A16_SHAPE: " << shape;
+  PerfWeights w = perf_weights(n, k);
+  cuda::w4a16_wgmma_config_override = config;
+  time_w4a16("w4a16 shape", w, m, n, k, 20);
+  cuda::w4a16_wgmma_config_override = -1;
 }
 
 }  // namespace

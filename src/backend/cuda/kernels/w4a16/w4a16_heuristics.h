@@ -211,6 +211,31 @@ inline constexpr int kW4A16WgmmaMaxRows = 1024;
 inline constexpr int kW4A16WgmmaMinRows = 17;
 // Split K while the (N, M) tiles fill fewer than the SMs, each split at least this many 128-K
 // chunks (fp32 partials summed by launch_w4a16_reduce).
+//
+// Tried 2026-12-02 (session 14; GemmW4A16Perf.LlamaShapes, both builds in one run; us, this
+// kernel's numbers first). Stream-K (branch streamk-wgmma): a persistent grid of one block an SM,
+// each an equal run of (tile, 128-K chunk) units, the ring running on across a block's tiles, a
+// tile shared between blocks summed by the last to arrive (fp32 partials, per-tile counters, block
+// order: deterministic, no second kernel). All stream-K: gate_up M 512 203.3 against 188.5 and qkv
+// M 1024 102.5 against 93.6, but o_proj M 1024 52.7 against 66.3 (128 tiles split over 132 blocks),
+// qkv M 512 49.6 against 55.5, and M 32-256 lost everywhere (o_proj M 32 12.5 against 17.1). Its
+// main loop matches this one's (~250 instructions a chunk a warp, SASS; 64-bit unit arithmetic had
+// added ~35 and lost up to 9% more), so the loss is the fix-up: ncu (o_proj M 1024) puts 15% of the
+// warps' samples at the named barriers around the partial writes and the counter's atomic, and the
+// last block reads the others' 128 KiB partials. Stream-K only where whole tiles leave the last
+// wave under 3/4 full, else K splits summed in the kernel: gate_up M 512 201.7 against 187.8, qkv M
+// 1024 101.9 against 93.3, o_proj M 512 42.4 against 38.4, down M 512 99.5 against 95.1, qkv M 256
+// 39.1 against 36.9, but gate_up M 256 101.2 against 105.1 and at 64 tokens the in-kernel sum lost
+// to the second kernel (o_proj M 32 12.6 against 15.9, down M 64 27.5 against 29.6, gate_up M 32
+// 50.8 against 55.7). The 64-token configuration at two blocks an SM (branch wgmma-two-blocks: 4
+// stages, 24 / 104 registers; the registers setmaxnreg.inc takes come from the block's own pool, so
+// 112 hung): gate_up M 64 50.0 against 45.6, qkv M 64 19.7 / 19.3, but o_proj M 17-64 12.6-13.5
+// against 13.6-14.7, down M 17-64 26.6-27.6 against 29.1-30.5, gate_up M 17 56.4 against 64.5. And
+// x's copies skipped after the first ring round (wrong results, timing only) moved nothing at M
+// 32-128 (within 2%: gate_up M 64 50.6 / 50.2, down M 32 27.3 / 26.6) and 3% at M 512: neither x's
+// L2 traffic nor warps an SM bound M 17-128 here. What is left is the MMAs: m64n64k16 (N = 64
+// tokens) reach ~30% of the tensor peak (gate_up M 64: 15 GFLOP in 50 us) against ~70% at N 256;
+// ncu's tensor-pipe utilization at M 64 is the next thing to measure.
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
 
 // Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration (for every M from
