@@ -417,7 +417,8 @@ TEST(GemmW4A16Perf, OneShape) {
   if (!perf_enabled() || shape == nullptr) GTEST_SKIP() << "set BRISK_OPS_PERF=1 and BRISK_W4A16_SHAPE";
   int64_t n = 0, k = 0, m = 0;
   int config = -1;
-  ASSERT_GE(std::sscanf(shape, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %d", &n, &k, &m, &config), 3) << "BRISK_W4A16_SHAPE: " << shape;
+  const int fields = std::sscanf(shape, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %d", &n, &k, &m, &config);
+  ASSERT_GE(fields, 3) << "BRISK_W4A16_SHAPE: " << shape;
   PerfWeights w = perf_weights(n, k);
   cuda::w4a16_wgmma_config_override = config;
   time_w4a16("w4a16 shape", w, m, n, k, 20);
