@@ -75,7 +75,9 @@ enum class Int4Layout : int32_t { kRows = 0, kTiles16 = 1 };
 //   dequant(w)[n, k] = (q[n, k] - zero[n, k / group_size]) * scale[n, k / group_size]
 // with q in [0, 15] and the zero point 8 when zeros is empty (symmetric, GPTQ style). Rows of
 // qweight are output features like the dense gemm's w, so fused projections concatenate rows.
-// Accumulates in fp32.
+// Accumulates in fp32. silu_gate fuses a SwiGLU MLP's activation: the product's N = 2 I columns
+// are [gate | up] (gate_up's rows) and y [M, I] = silu(gate) * up, computed from the fp32 sums
+// (+ bias) without rounding them to y's dtype first.
 struct GemmW4A16Params {
   TensorView x{};        // [M, K] f32, f16 or bf16
   TensorView qweight{};  // i4 [N, K]: two values per byte along K, low nibble first
@@ -85,6 +87,7 @@ struct GemmW4A16Params {
   TensorView bias{};     // optional [N]
   TensorView y{};        // [M, N]
   Int4Layout layout = Int4Layout::kRows;  // qweight's: what repack_int4 returned for it
+  bool silu_gate = false;                 // y [M, N / 2] = silu(gate) * up (above)
 };
 
 // Causal attention of each sequence's new tokens over its paged KV (earlier context plus the

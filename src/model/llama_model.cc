@@ -121,11 +121,15 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
 void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t num_tokens = normed.size(0);
-  Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * config_.intermediate_size});
   observe(layer, LinearInput::kGateUp, normed);
-  run_linear(backend_, normed, w.gate_up, {}, gate_up);
   Tensor act = empty(activation_dtype_, {num_tokens, config_.intermediate_size});
-  backend_.silu_mul({gate_up, act});
+  if (w.gate_up.quantized()) {  // SiLU fused into the int4 GEMM
+    run_linear(backend_, normed, w.gate_up, {}, act, /*silu_gate=*/true);
+  } else {
+    Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * config_.intermediate_size});
+    run_linear(backend_, normed, w.gate_up, {}, gate_up);
+    backend_.silu_mul({gate_up, act});
+  }
   observe(layer, LinearInput::kDown, act);
   run_linear(backend_, act, w.down, {}, out);
 }

@@ -272,7 +272,8 @@ uint64_t LinearWeight::num_bytes() const {
   return total;
 }
 
-void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y) {
+void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y, bool silu_gate) {
+  BRISK_CHECK(w.quantized() || !silu_gate, "run_linear: silu_gate needs an int4 weight (gemm_w4a16)");
   if (!w.quantized()) {
     backend.gemm({x, w.dense, bias, y});
     return;
@@ -286,6 +287,7 @@ void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorVie
   p.bias = bias;
   p.y = y;
   p.layout = w.layout;
+  p.silu_gate = silu_gate;
   backend.gemm_w4a16(p);
 }
 

@@ -30,8 +30,10 @@ struct LinearWeight {
   uint64_t num_bytes() const;
 };
 
-// y = x * w^T (+ bias) through the backend's gemm or gemm_w4a16.
-void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y);
+// y = x * w^T (+ bias) through the backend's gemm or gemm_w4a16; silu_gate (int4 weights only):
+// y = silu(gate) * up of that product's halves (GemmW4A16Params::silu_gate).
+void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y,
+                bool silu_gate = false);
 
 struct LayerWeights {
   TensorView input_norm;  // [hidden]

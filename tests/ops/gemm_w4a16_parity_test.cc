@@ -251,6 +251,92 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
   cuda::w4a16_wgmma_config_override = -1;
 }
 
+// silu_gate (a SwiGLU gate_up with the activation fused): c.n is the product's N (gate and up
+// rows), y [M, N / 2]. Two checks per layout: against silu(gate) * up of the CPU's fp32 product,
+// with the product's tolerance carried through (d(silu(g) u) <= 1.1 |u| dg + max(|g|, 0.3) du),
+// and against the same of this backend's own unfused product in f32: the same fp32 sums, so only
+// y's rounding differs where the epilogue fuses it. Where the product is first stored in y's
+// dtype (unfused paths) g and u are rounded too: relative error up to (2 + |g|) roundings.
+void check_w4a16_silu(const W4Case& c) {
+  std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group + 1));
+  Int4Host w = random_int4(c.n, c.k, c.group, c.zeros, rng, c.scales);
+  const int64_t x_cols = c.strided_x ? c.k + 8 : c.k, half = c.n / 2;
+  Tensor x_full = random_tensor(c.x, {c.m, x_cols}, rng);
+  Tensor bias = random_tensor(DType::kF32, {c.n}, rng);
+  TensorView x = x_full.view().slice(1, 0, c.k);
+  Tensor product = zeros(DType::kF32, {c.m, c.n});
+  cpu_backend().gemm_w4a16({x, w.qweight, w.scales, w.zeros, c.group, c.bias ? bias.view() : TensorView(), product});
+  const std::vector<double> cpu = to_doubles(product);
+  auto silu = [&](const std::vector<double>& p, int64_t r, int64_t f) {
+    const double g = p[r * c.n + f], u = p[r * c.n + half + f];
+    return g / (1.0 + std::exp(-g)) * u;
+  };
+  const double atol = 1e-3 * std::sqrt(static_cast<double>(c.k)), rtol = output_rtol(c.y);
+
+  Tensor x_d = to_device(x_full), q_d = to_device(w.qweight), s_d = to_device(w.scales), b_d = to_device(bias);
+  Tensor z_d = c.zeros ? to_device(w.zeros) : Tensor();
+  Tensor y_d(cuda_backend().allocator(), c.y, {c.m, half}), product_d(cuda_backend().allocator(), DType::kF32, {c.m, c.n});
+  GemmW4A16Params p{x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group, c.bias ? b_d.view() : TensorView(), y_d};
+  for (const bool repack : {false, true}) {
+    const std::string what = describe(c) + " silu_gate" + (repack ? " tiles" : "");
+    if (repack) p.layout = cuda_backend().repack_int4(q_d);
+    GemmW4A16Params full = p;
+    full.y = product_d;
+    cuda_backend().gemm_w4a16(full);
+    p.silu_gate = true;
+    cuda_backend().gemm_w4a16(p);
+    p.silu_gate = false;
+    const std::vector<double> fused = host_doubles(y_d), own = host_doubles(product_d);
+    int bad = 0;
+    for (int64_t r = 0; r < c.m; ++r) {
+      for (int64_t f = 0; f < half; ++f) {
+        const double y = fused[r * half + f], g = cpu[r * c.n + f], u = cpu[r * c.n + half + f];
+        const double from_cpu = silu(cpu, r, f), from_own = silu(own, r, f);
+        const double tol_cpu = atol * (1.1 * std::abs(u) + std::max(std::abs(g), 0.3) + atol) +
+                               rtol * (std::abs(from_cpu) + 2.1 * std::abs(g * u));
+        const double tol_own = 1e-5 + rtol * (3 + std::abs(g)) * std::abs(from_own);
+        if ((std::abs(y - from_cpu) > tol_cpu || std::abs(y - from_own) > tol_own) && ++bad <= 5) {
+          ADD_FAILURE() << what << ": token " << r << " feature " << f << ": " << y << " against " << from_cpu
+                        << " (cpu) and " << from_own << " (own product)";
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0) << what;
+  }
+}
+
+// The fused path of each kernel (tensor-core kernel: decode M, every configuration, both
+// layouts, split-K; wgmma kernel: its M range, every configuration, a last block of fewer than
+// 64 features, split-K) and the unfused ones (N / 2 % 16 != 0 on the wgmma kernel, f32 x, K not
+// a multiple of 128, M past the wgmma range).
+TEST(GemmW4A16, MatchesCpuSiluGate) {
+  const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
+  const W4Case cases[] = {
+      {1, 2 * 1024, 4096, 128, true, bf16, bf16, false, false},    // shared x
+      {5, 2 * 40, 640, 64, false, f16, f16, true, false, bf16},    // N / 2 not a multiple of 16
+      {16, 2 * 48, 8192, 128, true, bf16, f32, true, true},        // permuted x, split-K
+      {2, 2 * 64, 1056, 32, true, bf16, bf16, false, false},       // K % 128 != 0: CUDA-core kernel
+      {3, 2 * 64, 512, 128, true, f32, f32, true, false},          // f32 x
+      {17, 2 * 208, 1024, 128, true, bf16, bf16, true, false},     // wgmma, last block 16 features
+      {64, 2 * 40, 1024, 128, true, bf16, bf16, false, false},     // wgmma, N / 2 % 16 != 0
+      {100, 2 * 64, 8192, 64, false, f16, f16, true, false, f32},  // wgmma split-K
+      {300, 2 * 192, 1024, 128, true, bf16, f32, false, true},
+      {1100, 2 * 96, 256, 128, true, bf16, bf16, true, false},     // past the wgmma range
+  };
+  for (const W4Case& c : cases) check_w4a16_silu(c);
+  cuda::w4a16_wgmma_config_override = -2;
+  for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
+    cuda::w4a16_mma_config_override = c;
+    check_w4a16_silu({8 * cuda::kW4A16MmaConfigs[c].m_tiles - 1, 2 * 72, 1536, 128, true, bf16, bf16, true, false});
+  }
+  cuda::w4a16_mma_config_override = -1;
+  for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
+    cuda::w4a16_wgmma_config_override = c;
+    check_w4a16_silu({97, 2 * 144, 1536, c % 2 == 0 ? 128 : 64, true, bf16, bf16, c % 3 == 0, false});
+  }
+  cuda::w4a16_wgmma_config_override = -1;
+}
+
 TEST(GemmW4A16, RejectsUnsupportedGroup) {
   std::mt19937 rng(1);
   Int4Host w = random_int4(8, 64, 16, false, rng);
@@ -309,18 +395,25 @@ PerfWeights perf_weights(int64_t n, int64_t k, bool tiles = true) {
   return w;
 }
 
-void time_w4a16(const std::string& op, PerfWeights& w, int64_t m, int64_t n, int64_t k, int iterations = 50) {
+// kSiluMul: the product, then silu_mul into [M, N / 2]; kSiluGate: the two fused (silu_gate).
+enum class Activation { kNone, kSiluMul, kSiluGate };
+
+void time_w4a16(const std::string& op, PerfWeights& w, int64_t m, int64_t n, int64_t k, int iterations = 50,
+                Activation act = Activation::kNone) {
   Allocator& alloc = cuda_backend().allocator();
-  Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {m, n});
+  Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {m, n}), out(alloc, DType::kBF16, {m, n / 2});
   fill_random(x, 1);
   int next = 0;
   const int copies = static_cast<int>(w.q.size());
   const std::string shape = "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k) + " g128";
-  report_perf(op, shape, w.bytes + 2.0 * (m * k + m * n), 2.0 * m * n * k, [&] {
+  const double y_bytes = act == Activation::kNone ? 2.0 * m * n : m * n;
+  report_perf(op, shape, w.bytes + 2.0 * m * k + y_bytes, 2.0 * m * n * k, [&] {
     const int i = next++ % copies;
-    GemmW4A16Params p{x, w.q[i], w.sc[i], w.z[i], kPerfGroup, {}, y};
+    GemmW4A16Params p{x, w.q[i], w.sc[i], w.z[i], kPerfGroup, {}, act == Activation::kSiluGate ? out.view() : y.view()};
     p.layout = w.layout;
+    p.silu_gate = act == Activation::kSiluGate;
     cuda_backend().gemm_w4a16(p);
+    if (act == Activation::kSiluMul) cuda_backend().silu_mul({y, out});
   }, iterations);
 }
 
@@ -341,6 +434,17 @@ TEST(GemmW4A16Perf, LlamaShapes) {
                     [&] { cuda_backend().gemm({x, wd, {}, y}); }, 20);
       }
     }
+  }
+}
+
+// gate_up with SwiGLU's activation: silu_mul after the GEMM against the fused epilogue.
+TEST(GemmW4A16Perf, SiluGate) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  const PerfShape& s = kLlamaShapes[0];
+  PerfWeights w = perf_weights(s.n, s.k);
+  for (int64_t m : {1, 8, 16, 32, 64, 256, 1024}) {
+    time_w4a16(std::string("w4a16+silu_mul ") + s.name, w, m, s.n, s.k, 50, Activation::kSiluMul);
+    time_w4a16(std::string("w4a16 silu-fused ") + s.name, w, m, s.n, s.k, 50, Activation::kSiluGate);
   }
 }
 

@@ -145,8 +145,14 @@ void check_op_params(const GemmW4A16Params& p, Device device) {
               "gemm_w4a16: group_size is {} but must be positive and divide K ({})", p.group_size, k);
   BRISK_CHECK(p.y.size(0) == p.x.size(0), "gemm_w4a16: x is {} but y is {}: M differs",
               p.x.describe(), p.y.describe());
-  BRISK_CHECK(p.y.size(1) == n, "gemm_w4a16: qweight is {} but y is {}: N differs",
-              p.qweight.describe(), p.y.describe());
+  if (p.silu_gate) {
+    BRISK_CHECK(n % 2 == 0 && p.y.size(1) == n / 2,
+                "gemm_w4a16: qweight is {} but y is {}: with silu_gate, N must be even and y [M, N / 2]",
+                p.qweight.describe(), p.y.describe());
+  } else {
+    BRISK_CHECK(p.y.size(1) == n, "gemm_w4a16: qweight is {} but y is {}: N differs",
+                p.qweight.describe(), p.y.describe());
+  }
   if (p.layout == Int4Layout::kTiles16) {
     BRISK_CHECK(device == Device::kCuda,
                 "gemm_w4a16: qweight {} is in the CUDA tile layout (kTiles16), which only the cuda backend reads",

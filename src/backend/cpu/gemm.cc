@@ -86,6 +86,15 @@ void gemm(const GemmParams& p) {
 
 void gemm_w4a16(const GemmW4A16Params& p) {
   check_op_params(p, Device::kCpu);
+  if (p.silu_gate) {  // the fp32 product, then silu(gate) * up
+    std::vector<float> product(static_cast<size_t>(p.x.size(0) * p.qweight.size(0)));
+    GemmW4A16Params full = p;
+    full.silu_gate = false;
+    full.y = TensorView(product.data(), DType::kF32, {p.x.size(0), p.qweight.size(0)});
+    gemm_w4a16(full);
+    silu_mul({full.y, p.y});
+    return;
+  }
   const int64_t k = p.x.size(1);
   const int64_t num_groups = k / p.group_size;
   const auto* packed = p.qweight.data_as<const uint8_t>();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "backend/backend.h"
 #include "brisk/status.h"
@@ -165,6 +166,32 @@ TEST(Int4Weight, CpuGemmW4A16MatchesDequantizedGemm) {
       }
     }
   }
+}
+
+// silu_gate: the fp32 product's gate and up halves, silu(gate) * up, computed in double here.
+TEST(Int4Weight, CpuGemmW4A16SiluGate) {
+  std::unique_ptr<Backend> cpu = make_backend("cpu");  // not make_cpu_backend: pulls in backend.cc
+  std::mt19937 rng(12);
+  const int64_t m = 3, n = 48, k = 256;
+  Int4Weight w = quantize_rtn(testing::random_tensor(DType::kF32, {n, k}, rng), 64, DType::kF16);
+  Tensor x = testing::random_tensor(DType::kBF16, {m, k}, rng);
+  Tensor bias = testing::random_tensor(DType::kF32, {n}, rng);
+  Tensor product(cpu_allocator(), DType::kF32, {m, n}), actual(cpu_allocator(), DType::kF32, {m, n / 2});
+  cpu->gemm_w4a16({x, w.qweight, w.scales, w.zeros, 64, bias, product});
+  GemmW4A16Params p{x, w.qweight, w.scales, w.zeros, 64, bias, actual};
+  p.silu_gate = true;
+  cpu->gemm_w4a16(p);
+  const std::vector<double> full = testing::to_doubles(product), fused = testing::to_doubles(actual);
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t f = 0; f < n / 2; ++f) {
+      const double gate = full[r * n + f], up = full[r * n + n / 2 + f];
+      EXPECT_NEAR(fused[r * n / 2 + f], gate / (1.0 + std::exp(-gate)) * up, 1e-5 * (1.0 + std::abs(gate * up)))
+          << "token " << r << " feature " << f;
+    }
+  }
+  Tensor y_bad(cpu_allocator(), DType::kF32, {m, n});
+  p.y = y_bad;
+  EXPECT_ERROR_CONTAINS(cpu->gemm_w4a16(p), "with silu_gate, N must be even and y [M, N / 2]");
 }
 
 TEST(Int4Weight, CpuGemmW4A16ChecksParams) {

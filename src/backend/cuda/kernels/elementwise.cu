@@ -7,6 +7,7 @@
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/silu.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -71,11 +72,6 @@ __global__ void embedding_kernel(EmbeddingArgs a) {
         store_one(out, a.out_type, i, valid ? load_one(row, a.table_type, i) : 0.0f);
     }
   }
-}
-
-__device__ __forceinline__ float silu_times(float gate, float up) {
-  // expf, not __expf: parity with the CPU's std::exp matters more than a few cycles.
-  return gate / (1.0f + expf(-gate)) * up;
 }
 
 __global__ void silu_mul_kernel(SiluMulArgs a) {

@@ -160,7 +160,7 @@ struct W4A16Args {
   const uint8_t* zeros = nullptr;    // optional [n, k / group_size]; null: zero point 8
   const void* bias = nullptr;        // optional [n]
   FloatType bias_type = FloatType::kF32;
-  void* y = nullptr;                 // [m, n]
+  void* y = nullptr;                 // [m, n], or [m, n / 2] with silu_gate
   int64_t y_stride = 0;
   FloatType y_type = FloatType::kF32;
   float* partials = nullptr;         // [num_splits, m, n] when num_splits > 1
@@ -171,6 +171,9 @@ struct W4A16Args {
   int num_splits = 1;
   int64_t k_per_split = 0;           // covers k in num_splits pieces: a multiple of the kernel's K step
   int mma_config = -1;               // the tensor-core kernel's configuration (w4a16_mma_plan)
+  // y[:, f] = silu(gate + bias[f]) * (up + bias[n / 2 + f]) of rows f (gate) and n / 2 + f (up):
+  // GemmW4A16Params::silu_gate, in the tensor-core kernels and the reduction (partials stay [m, n]).
+  bool silu_gate = false;
 };
 constexpr int kW4A16MaxRows = 16;
 // The split count for these sizes on a GPU of num_sms multiprocessors, and k_per_split to match.

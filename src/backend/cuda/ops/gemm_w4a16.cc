@@ -20,6 +20,8 @@
 //   dequantized into scratch in x's dtype and multiplied by cuBLASLt. This costs a write and a
 //   read of the dense weight per call. With f32 activations the dequantized weight is exact;
 //   bf16 rounds each (q - z) * s once.
+// silu_gate is fused into the tensor-core kernels (and their split-K reduction); the wgmma kernel
+// needs N / 2 % 16 == 0. Elsewhere the product goes to scratch in y's dtype, then silu_mul.
 #include <algorithm>
 #include <cstdint>
 
@@ -53,12 +55,13 @@ W4A16Args kernel_args(const GemmW4A16Params& p, TensorView x, TensorView y) {
   a.bias = p.bias.empty() ? nullptr : p.bias.data();
   a.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
   a.y = y.data();
-  a.y_stride = m > 1 ? y.stride(0) : n;
+  a.y_stride = m > 1 ? y.stride(0) : y.size(1);
   a.y_type = float_type(y.dtype());
   a.m = static_cast<int>(m);
   a.n = n;
   a.k = k;
   a.group_size = p.group_size;
+  a.silu_gate = p.silu_gate;
   return a;
 }
 
@@ -116,6 +119,15 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
   const bool tensor_cores = p.x.dtype() != DType::kF32 && k % 128 == 0 && n * (k / p.group_size) <= int64_t{UINT32_MAX};
   const bool mma = tensor_cores && m <= kW4A16MmaMultiPassMaxRows;
   const bool wgmma = tensor_cores && tiles && w4a16_wgmma_enabled(static_cast<int>(m));
+  if (p.silu_gate && !(wgmma ? (n / 2) % 16 == 0 : mma)) {  // not fused here: the product, then silu_mul
+    Tensor product(*ctx.allocator, p.y.dtype(), {m, n});  // freed on return: reuse is stream-ordered
+    GemmW4A16Params full = p;
+    full.silu_gate = false;
+    full.y = product;
+    gemm_w4a16(ctx, dense, full);
+    silu_mul(ctx, {product, p.y});
+    return;
+  }
   if (mma || wgmma || (m <= kW4A16MaxRows && !tiles)) {  // the CUDA-core kernel reads the row layout only
     TensorView x = p.x;
     Tensor x_copy;

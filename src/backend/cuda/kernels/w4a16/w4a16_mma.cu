@@ -30,7 +30,9 @@
 // Pipelining: each warp holds the next step's weight loads (kNTiles * 2 * kChunks 16-byte loads
 // per lane, plus their scales and zero points) in registers while it dequantizes and multiplies
 // the current step. Split-K (when N alone gives too few warps) writes fp32 partials that
-// launch_w4a16_reduce sums: deterministic and graph safe. The kernels are programmatic
+// launch_w4a16_reduce sums: deterministic and graph safe. With silu_gate a warp's tile pairs 8
+// gate rows with their 8 up rows (first_row), so each lane stores silu(gate) * up of its own
+// sums (or the reduction does, from the partials). The kernels are programmatic
 // dependents (pdl.cuh): the first steps' weight loads go out before the previous kernel ends.
 #include <algorithm>
 #include <cstdint>
@@ -40,6 +42,7 @@
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/silu.cuh"
 #include "backend/cuda/kernels/w4a16/int4_pairs.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
@@ -84,8 +87,15 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
   using Math = Int4Pairs<kType>;
   constexpr int kStepK = 128 * kChunks;
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * 16 * kNTiles;
-  const bool active = n0 < a.n;  // uniform per warp
+  // The warp's rows: 16 kNTiles consecutive ones from n0; with silu_gate 8 kNTiles features
+  // from n0, tile nt's first 8 rows (h = 0) their gate rows and the other 8 their up rows
+  // (+ N / 2), so that each lane holds the gate and up sums of the features it stores.
+  const int64_t half_n = a.n / 2;
+  const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * (a.silu_gate ? 8 : 16) * kNTiles;
+  const bool active = n0 < (a.silu_gate ? half_n : a.n);  // uniform per warp
+  auto first_row = [&](int nt, int h) -> int64_t {  // of the 8 rows g = 0..7 of tile nt, half h
+    return a.silu_gate ? h * half_n + n0 + 8 * nt : n0 + 16 * nt + 8 * h;
+  };
   if (!kShared && !active) return;  // (shared x: the warp helps fill it first)
   // K positions in 32 bits (K < 2^31).
   const int k_begin = static_cast<int>(blockIdx.y * a.k_per_split);
@@ -107,8 +117,8 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
   for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int64_t n = min(n0 + 16 * nt + 8 * h + g, a.n - 1);  // a clamped row is never written
-      wptr[nt][h] = (tiles ? a.qweight + (n0 / 16 + nt) * 1024 + h * 512 + lane * 16 : a.qweight + n * row_bytes + 16 * t) +
+      const int64_t r8 = first_row(nt, h), n = min(r8 + g, a.n - 1);  // a clamped row is never written
+      wptr[nt][h] = (tiles ? a.qweight + (r8 / 16) * 1024 + (r8 / 8 % 2) * 512 + lane * 16 : a.qweight + n * row_bytes + 16 * t) +
                     (k_begin / 128) * wstride;
       group_row[nt][h] = groups.row_start(n, a.k);
     }
@@ -326,7 +336,8 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
   // and 25.4 without programmatic launch).
   pdl_release();
 
-  // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8, the same tokens.
+  // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8 (silu_gate: the up row), the same tokens.
+  auto bias_of = [&](int64_t n) { return a.bias != nullptr ? load_one(a.bias, a.bias_type, n) : 0.0f; };
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -334,13 +345,15 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int token = 8 * mt + 2 * t + (i & 1);
-        const int64_t n = n0 + 16 * nt + g + 8 * (i >> 1);
-        if (token >= a.m || n >= a.n) continue;
+        const int64_t n = first_row(nt, i >> 1) + g;
+        if (token >= a.m || (a.silu_gate ? n0 + 8 * nt + g >= half_n : n >= a.n)) continue;
         if (a.num_splits > 1) {
           a.partials[(int64_t{blockIdx.y} * a.m + token) * a.n + n] = acc[mt][nt][i];
-        } else {
-          const float bias = a.bias != nullptr ? load_one(a.bias, a.bias_type, n) : 0.0f;
-          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, n, acc[mt][nt][i] + bias);
+        } else if (!a.silu_gate) {
+          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, n, acc[mt][nt][i] + bias_of(n));
+        } else if (i < 2) {  // feature n: gate here, up in c2 / c3
+          const float v = silu_times(acc[mt][nt][i] + bias_of(n), acc[mt][nt][i + 2] + bias_of(half_n + n));
+          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, n, v);
         }
       }
 }
@@ -380,7 +393,7 @@ template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter>
 void launch_config(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, cudaStream_t stream) {
   constexpr W4A16MmaConfig kCfg = kW4A16MmaConfigs[kIndex];
   constexpr auto kernel = w4a16_mma_kernel<kType, kScale, kIndex, kScaleAfter>;
-  const int64_t num_warps = (a.n + 16 * kCfg.n_tiles - 1) / (16 * kCfg.n_tiles);
+  const int64_t num_warps = (a.n + 16 * kCfg.n_tiles - 1) / (16 * kCfg.n_tiles);  // (silu_gate: N / 2 by 8)
   const dim3 grid(static_cast<unsigned>((num_warps + kWarps - 1) / kWarps), static_cast<unsigned>(a.num_splits));
   int shared = 0;
   if constexpr (kCfg.x == W4A16XSource::kShared) {

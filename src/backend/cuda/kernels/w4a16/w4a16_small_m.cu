@@ -22,6 +22,7 @@
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/silu.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
 #include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
@@ -142,16 +143,22 @@ __global__ void __launch_bounds__(kThreads) w4a16_small_m_kernel(W4A16Args a) {
   }
 }
 
-// y[r, n] = sum over splits of partials + bias.
+// y[r, n] = sum over splits of partials + bias (with silu_gate: of gate column n and up column
+// n + N / 2, then silu(gate) * up).
 __global__ void w4a16_reduce_kernel(W4A16Args a) {
   pdl_wait();  // the partials of the kernel before
   pdl_release();
   const int64_t total = int64_t{a.m} * a.n;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / a.n, n = i % a.n;
+  const int64_t cols = a.silu_gate ? a.n / 2 : a.n;
+  auto sum_of = [&](int64_t r, int64_t n) {
     float sum = a.bias != nullptr ? load_one(a.bias, a.bias_type, n) : 0.0f;
-    for (int s = 0; s < a.num_splits; ++s) sum += a.partials[int64_t{s} * total + i];
-    store_one(row_ptr(a.y, a.y_type, r, a.y_stride), a.y_type, n, sum);
+    for (int s = 0; s < a.num_splits; ++s) sum += a.partials[int64_t{s} * total + r * a.n + n];
+    return sum;
+  };
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < a.m * cols; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / cols, n = i % cols;
+    const float v = a.silu_gate ? silu_times(sum_of(r, n), sum_of(r, cols + n)) : sum_of(r, n);
+    store_one(row_ptr(a.y, a.y_type, r, a.y_stride), a.y_type, n, v);
   }
 }
 

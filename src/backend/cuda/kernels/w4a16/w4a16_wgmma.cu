@@ -36,7 +36,9 @@
 // below ~1000 tokens). Accumulation in fp32 in the wgmma.
 //
 // Split-K (when the (N, M) tiles leave SMs idle) writes fp32 partials that launch_w4a16_reduce
-// sums: deterministic and graph safe.
+// sums: deterministic and graph safe. silu_gate (N / 2 % 16 == 0): a block's 64 features take
+// their 4 gate tiles and 4 up tiles (two bulk copies), and each warp's rows g and g + 8 are one
+// feature's gate and up rows, so each lane stores silu(gate) * up of its own sums.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -47,6 +49,7 @@
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/silu.cuh"
 #include "backend/cuda/kernels/w4a16/int4_pairs.cuh"
 #include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
@@ -144,10 +147,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::registers_decrease<kProducerRegisters>();
     if (tid != 256) return;
     hopper::tma_prefetch_descriptor(&x_map);
-    const int valid_tiles = static_cast<int>(min(int64_t{kTilesPerBlock}, a.n / 16 - tile0));
-    const uint32_t stage_tx = L::kXBytes + valid_tiles * kTileChunkBytes;
-    const uint8_t* wsrc = a.qweight + tile0 * kTileChunkBytes;  // tile T's chunk c at (c * N / 16 + T) KiB
-    const int64_t chunk_bytes = (a.n / 16) * kTileChunkBytes;
+    // silu_gate: the block's 4 gate tiles (tile0 / 2 ..), then their 4 up tiles (+ N / 32).
+    const int64_t tiles_n = a.n / 16, first_tile = a.silu_gate ? tile0 / 2 : tile0;
+    const int copies = a.silu_gate ? 2 : 1, tiles_per_copy = kTilesPerBlock / copies;
+    const int valid_tiles = static_cast<int>(min(int64_t{tiles_per_copy}, tiles_n / copies - first_tile));
+    const uint32_t stage_tx = L::kXBytes + copies * valid_tiles * kTileChunkBytes;
+    const uint8_t* wsrc = a.qweight + first_tile * kTileChunkBytes;  // tile T's chunk c at (c * N / 16 + T) KiB
+    const int64_t chunk_bytes = tiles_n * kTileChunkBytes;
     for (int i = 0; i < num_chunks; ++i) {
       const int s = i % kStages, c = chunk_of(i);
       hopper::mbarrier_wait(empty_bar + 8 * s, ((i / kStages) & 1) ^ 1);
@@ -156,7 +162,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t dst = ring_address + s * L::kStageBytes;
       hopper::tma_load_2d(dst, &x_map, c * kChunkK, m0, bar);
       hopper::tma_load_2d(dst + L::kXPanelBytes, &x_map, c * kChunkK + hopper::kPanelCols, m0, bar);
-      bulk_copy_to_shared(dst + L::kXBytes, wsrc + c * chunk_bytes, valid_tiles * kTileChunkBytes, bar);
+      for (int copy = 0; copy < copies; ++copy) {
+        bulk_copy_to_shared(dst + L::kXBytes + copy * tiles_per_copy * kTileChunkBytes,
+                            wsrc + c * chunk_bytes + copy * (tiles_n / 2) * kTileChunkBytes,
+                            valid_tiles * kTileChunkBytes, bar);
+      }
     }
     return;
   }
@@ -164,10 +174,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   hopper::registers_increase<kConsumerRegisters>();
   const int ctid = tid;
   const int wg = ctid / 128, warp = (ctid / 32) % 4, lane = ctid % 32, g = lane / 4, t = lane % 4;
+  // The warp's rows g and g + 8 (h = 0, 1) of tile 4 wg + warp, at shared offsets tile_offset[h]
+  // of a stage's weights; silu_gate: features f0 + g, rows f0 + g (gate) and N / 2 + f0 + g (up).
   const int tile_in_block = 4 * wg + warp;
-  const int64_t tile = tile0 + tile_in_block;
-  const bool tile_valid = tile * 16 < a.n;  // uniform per warp; a warp past N multiplies garbage, stores nothing
-  const int64_t row[2] = {min(tile * 16 + g, a.n - 1), min(tile * 16 + 8 + g, a.n - 1)};
+  const int64_t half_n = a.n / 2, f0 = tile0 * 8 + 8 * tile_in_block;
+  const bool tile_valid = a.silu_gate ? f0 < half_n : (tile0 + tile_in_block) * 16 < a.n;  // uniform per warp
+  const int64_t row[2] = {min(a.silu_gate ? f0 + g : (tile0 + tile_in_block) * 16 + g, a.n - 1),
+                          min(a.silu_gate ? half_n + f0 + g : (tile0 + tile_in_block) * 16 + 8 + g, a.n - 1)};
+  const int gate_offset = (tile_in_block / 2) * kTileChunkBytes + (tile_in_block % 2) * 512;
+  const int tile_offset[2] = {a.silu_gate ? gate_offset : tile_in_block * kTileChunkBytes,
+                              a.silu_gate ? gate_offset + kWeightStageBytes / 2 : tile_in_block * kTileChunkBytes + 512};
   const GroupIndex groups(a.group_size);
   const uint32_t group_row[2] = {groups.row_start(row[0], a.k), groups.row_start(row[1], a.k)};
   const uint32_t lo_hi = static_cast<uint32_t>(t * 0x11 + (4 + t) * 0x1100);
@@ -211,12 +227,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       hopper::mbarrier_wait(full_bar + 8 * s, (i / kStages) & 1);
     }
     // (ld.shared on the address: through the generic pointer the compiler emits generic loads.)
-    const uint32_t wsm = ring_address + s * L::kStageBytes + L::kXBytes + tile_in_block * kTileChunkBytes;
+    const uint32_t wsm = ring_address + s * L::kStageBytes + L::kXBytes;
     if constexpr (kPermutedX) {
       // k-step 2 word + hf: A = {row g pair 2 hf, row g + 8 pair 2 hf, row g pair 2 hf + 1,
       // row g + 8 pair 2 hf + 1} of the lane's own 16 bytes per row (words 2 half, + 1 here).
-      const uint2 w[2] = {load_shared_u64(wsm + lane * 16 + 8 * half),
-                          load_shared_u64(wsm + 512 + lane * 16 + 8 * half)};
+      const uint2 w[2] = {load_shared_u64(wsm + tile_offset[0] + lane * 16 + 8 * half),
+                          load_shared_u64(wsm + tile_offset[1] + lane * 16 + 8 * half)};
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         const int i0 = 2 * (ks % 2);
@@ -234,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int src = 0; src < 2; ++src) {
         const int unit = (4 * g + 2 * half + src) * 16;
-        const uint4 w[2] = {load_shared_u128(wsm + unit), load_shared_u128(wsm + 512 + unit)};
+        const uint4 w[2] = {load_shared_u128(wsm + tile_offset[0] + unit), load_shared_u128(wsm + tile_offset[1] + unit)};
 #pragma unroll
         for (int hw = 0; hw < 2; ++hw) {
           const int ks = 2 * src + hw;
@@ -291,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   hopper::fence_registers(acc);
   if (!tile_valid) return;
 
-  // acc[4 j + 2 h + e]: weight row tile * 16 + g + 8 h, token m0 + 8 j + 2 t + e.
+  // acc[4 j + 2 h + e]: weight row row[h], token m0 + 8 j + 2 t + e.
   float bias[2] = {0.0f, 0.0f};
   if (a.num_splits == 1 && a.bias != nullptr) {
     bias[0] = load_one(a.bias, a.bias_type, row[0]);
@@ -308,8 +324,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float v = acc[4 * j + 2 * h + e];
         if (a.num_splits > 1) {
           a.partials[(int64_t{blockIdx.z} * a.m + token) * a.n + row[h]] = v;
-        } else {
+        } else if (!a.silu_gate) {
           store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, row[h], v + bias[h]);
+        } else if (h == 0) {  // feature row[0]: gate here, up at h = 1
+          const float up = acc[4 * j + 2 + e] + bias[1];
+          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, row[0], silu_times(v + bias[0], up));
         }
       }
     }
