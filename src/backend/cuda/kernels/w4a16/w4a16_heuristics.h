@@ -235,7 +235,16 @@ inline constexpr int kW4A16WgmmaMinRows = 17;
 // 32-128 (within 2%: gate_up M 64 50.6 / 50.2, down M 32 27.3 / 26.6) and 3% at M 512: neither x's
 // L2 traffic nor warps an SM bound M 17-128 here. What is left is the MMAs: m64n64k16 (N = 64
 // tokens) reach ~30% of the tensor peak (gate_up M 64: 15 GFLOP in 50 us) against ~70% at N 256;
-// ncu's tensor-pipe utilization at M 64 is the next thing to measure.
+// ncu's tensor-pipe utilization at M 64 is the next thing to measure. Measured 2026-12-02
+// (session 15, gate_up M 64, configuration 4, under ncu): tensor pipe 32% busy, 1.52 instructions
+// an SM a cycle, 0.62 of 2.21 warps a scheduler eligible: latency-bound, not MMA-bound. The
+// tokens as the wgmma's M instead (branch w4a16-tokens-as-m: x as A, each consumer warpgroup
+// dequantizing its 128 rows into 128-byte-swizzled panels in shared memory, m64n128k16 SS; passed
+// parity) lost everywhere (us, this kernel first): gate_up M 17 / 32 / 64 55.0 / 50.6 / 50.5
+// against 54.3 / 54.0 / 55.6, qkv 18.3 / 17.9 / 19.3 against 20.1 / 20.3 / 25.2, o_proj 12.5 /
+// 12.5 / 13.6 against 16.1 / 16.7 / 22.3, down 26.9 / 26.8 / 27.8 against 29.7 / 30.3 / 35.6;
+// under ncu the tensor pipe was 29% busy with 0.42 warps eligible: the dequantization's
+// dependency chains and the barrier before each half chunk's MMAs, not the MMA shape, bound both.
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
 
 // Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration (for every M from
