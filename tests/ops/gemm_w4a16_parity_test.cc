@@ -313,7 +313,7 @@ TEST(GemmW4A16, MatchesCpuSiluGate) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
   const W4Case cases[] = {
       {1, 2 * 1024, 4096, 128, true, bf16, bf16, false, false},    // shared x
-      {5, 2 * 40, 640, 64, false, f16, f16, true, false, bf16},    // N / 2 not a multiple of 16
+      {5, 2 * 40, 640, 64, false, f16, f16, true, false, bf16},    // group 64: not fused here
       {16, 2 * 48, 8192, 128, true, bf16, f32, true, true},        // permuted x, split-K
       {2, 2 * 64, 1056, 32, true, bf16, bf16, false, false},       // K % 128 != 0: CUDA-core kernel
       {3, 2 * 64, 512, 128, true, f32, f32, true, false},          // f32 x

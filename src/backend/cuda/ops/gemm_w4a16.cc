@@ -20,8 +20,10 @@
 //   dequantized into scratch in x's dtype and multiplied by cuBLASLt. This costs a write and a
 //   read of the dense weight per call. With f32 activations the dequantized weight is exact;
 //   bf16 rounds each (q - z) * s once.
-// silu_gate is fused into the tensor-core kernels (and their split-K reduction); the wgmma kernel
-// needs N / 2 % 16 == 0. Elsewhere the product goes to scratch in y's dtype, then silu_mul.
+// silu_gate is fused into the tensor-core kernels (and their split-K reduction): the mma.sync
+// kernel's instantiations with the scales after the MMA (groups of 128, 256, ...), the wgmma
+// kernel's reading x directly (groups of 128, ...) where N / 2 % 16 == 0. Elsewhere the product
+// goes to scratch in y's dtype, then silu_mul.
 #include <algorithm>
 #include <cstdint>
 
@@ -119,7 +121,10 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
   const bool tensor_cores = p.x.dtype() != DType::kF32 && k % 128 == 0 && n * (k / p.group_size) <= int64_t{UINT32_MAX};
   const bool mma = tensor_cores && m <= kW4A16MmaMultiPassMaxRows;
   const bool wgmma = tensor_cores && tiles && w4a16_wgmma_enabled(static_cast<int>(m));
-  if (p.silu_gate && !(wgmma ? (n / 2) % 16 == 0 : mma)) {  // not fused here: the product, then silu_mul
+  const bool fused = wgmma ? w4a16_wgmma_fuses_silu_gate(static_cast<int>(m), n, p.group_size)
+                          : mma && w4a16_mma_scales_after(p.group_size);
+  if (p.silu_gate && !fused) {
+    // Not fused here: the product, then silu_mul.
     Tensor product(*ctx.allocator, p.y.dtype(), {m, n});  // freed on return: reuse is stream-ordered
     GemmW4A16Params full = p;
     full.silu_gate = false;

@@ -19,6 +19,11 @@ void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream);
 // (k_per_split, num_splits); x_frag: scratch of w4a16_mma_x_frag_bytes(a) bytes, 16-byte
 // aligned, for the configurations that first permute x into fragment order (none otherwise).
 void w4a16_mma_plan(W4A16Args& a, int num_sms);
+// Whether the kernel applies the scales to fp32 chunk sums (each 128-K chunk in one group: a power
+// of two from 128); only then does it take a.silu_gate.
+inline bool w4a16_mma_scales_after(int group_size) {
+  return group_size % 128 == 0 && (group_size & (group_size - 1)) == 0;
+}
 int64_t w4a16_mma_x_frag_bytes(const W4A16Args& a);
 // tiles: qweight is in Int4Layout::kTiles16 (backend.h), else brisk's row layout.
 void launch_w4a16_mma(const W4A16Args& a, bool tiles, void* x_frag, cudaStream_t stream);

@@ -78,7 +78,7 @@ __device__ __forceinline__ float sum8(const uint4& v, FloatType type) {
   return ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
 }
 
-template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter>
+template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter, bool kSiluGate>
 __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
     w4a16_mma_kernel(W4A16Args a, bool tiles, const uint4* xp, const float* xsum) {
   constexpr W4A16MmaConfig kCfg = kW4A16MmaConfigs[kIndex];
@@ -91,10 +91,10 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
   // from n0, tile nt's first 8 rows (h = 0) their gate rows and the other 8 their up rows
   // (+ N / 2), so that each lane holds the gate and up sums of the features it stores.
   const int64_t half_n = a.n / 2;
-  const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * (a.silu_gate ? 8 : 16) * kNTiles;
-  const bool active = n0 < (a.silu_gate ? half_n : a.n);  // uniform per warp
+  const int64_t n0 = (int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * (kSiluGate ? 8 : 16) * kNTiles;
+  const bool active = n0 < (kSiluGate ? half_n : a.n);  // uniform per warp
   auto first_row = [&](int nt, int h) -> int64_t {  // of the 8 rows g = 0..7 of tile nt, half h
-    return a.silu_gate ? h * half_n + n0 + 8 * nt : n0 + 16 * nt + 8 * h;
+    return kSiluGate ? h * half_n + n0 + 8 * nt : n0 + 16 * nt + 8 * h;
   };
   if (!kShared && !active) return;  // (shared x: the warp helps fill it first)
   // K positions in 32 bits (K < 2^31).
@@ -118,8 +118,8 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t r8 = first_row(nt, h), n = min(r8 + g, a.n - 1);  // a clamped row is never written
-      wptr[nt][h] = (tiles ? a.qweight + (r8 / 16) * 1024 + (r8 / 8 % 2) * 512 + lane * 16 : a.qweight + n * row_bytes + 16 * t) +
-                    (k_begin / 128) * wstride;
+      const int64_t tile_bytes = kSiluGate ? (r8 / 16) * 1024 + (r8 / 8 % 2) * 512 : (n0 / 16 + nt) * 1024 + h * 512;
+      wptr[nt][h] = (tiles ? a.qweight + tile_bytes + lane * 16 : a.qweight + n * row_bytes + 16 * t) + (k_begin / 128) * wstride;
       group_row[nt][h] = groups.row_start(n, a.k);
     }
 
@@ -346,10 +346,10 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
       for (int i = 0; i < 4; ++i) {
         const int token = 8 * mt + 2 * t + (i & 1);
         const int64_t n = first_row(nt, i >> 1) + g;
-        if (token >= a.m || (a.silu_gate ? n0 + 8 * nt + g >= half_n : n >= a.n)) continue;
+        if (token >= a.m || (kSiluGate ? n0 + 8 * nt + g >= half_n : n >= a.n)) continue;
         if (a.num_splits > 1) {
           a.partials[(int64_t{blockIdx.y} * a.m + token) * a.n + n] = acc[mt][nt][i];
-        } else if (!a.silu_gate) {
+        } else if constexpr (!kSiluGate) {
           store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, n, acc[mt][nt][i] + bias_of(n));
         } else if (i < 2) {  // feature n: gate here, up in c2 / c3
           const float v = silu_times(acc[mt][nt][i] + bias_of(n), acc[mt][nt][i + 2] + bias_of(half_n + n));
@@ -389,10 +389,10 @@ __global__ void __launch_bounds__(128) w4a16_permute_x_kernel(W4A16Args a, int m
   }
 }
 
-template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter>
+template <FloatType kType, FloatType kScale, int kIndex, bool kScaleAfter, bool kSiluGate>
 void launch_config(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, cudaStream_t stream) {
   constexpr W4A16MmaConfig kCfg = kW4A16MmaConfigs[kIndex];
-  constexpr auto kernel = w4a16_mma_kernel<kType, kScale, kIndex, kScaleAfter>;
+  constexpr auto kernel = w4a16_mma_kernel<kType, kScale, kIndex, kScaleAfter, kSiluGate>;
   const int64_t num_warps = (a.n + 16 * kCfg.n_tiles - 1) / (16 * kCfg.n_tiles);  // (silu_gate: N / 2 by 8)
   const dim3 grid(static_cast<unsigned>((num_warps + kWarps - 1) / kWarps), static_cast<unsigned>(a.num_splits));
   int shared = 0;
@@ -403,13 +403,16 @@ void launch_config(const W4A16Args& a, bool tiles, const uint4* xp, const float*
   launch_pdl(kernel, grid, dim3(kThreads), shared, stream, a, tiles, xp, xsum);
 }
 
-// Scales applied after the MMA where each 128-K chunk lies in one group (a power of two from 128).
+// Scales applied after the MMA where each 128-K chunk lies in one group (a power of two from
+// 128); only these instantiations fuse silu_gate.
 template <FloatType kType, FloatType kScale, int kIndex>
 void launch_scales(const W4A16Args& a, bool tiles, const uint4* xp, const float* xsum, cudaStream_t stream) {
-  if (a.group_size % 128 == 0 && (a.group_size & (a.group_size - 1)) == 0) {
-    launch_config<kType, kScale, kIndex, true>(a, tiles, xp, xsum, stream);
+  if (a.silu_gate) {
+    launch_config<kType, kScale, kIndex, true, true>(a, tiles, xp, xsum, stream);
+  } else if (w4a16_mma_scales_after(a.group_size)) {
+    launch_config<kType, kScale, kIndex, true, false>(a, tiles, xp, xsum, stream);
   } else {
-    launch_config<kType, kScale, kIndex, false>(a, tiles, xp, xsum, stream);
+    launch_config<kType, kScale, kIndex, false, false>(a, tiles, xp, xsum, stream);
   }
 }
 

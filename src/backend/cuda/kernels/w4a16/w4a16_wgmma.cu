@@ -36,7 +36,7 @@
 // below ~1000 tokens). Accumulation in fp32 in the wgmma.
 //
 // Split-K (when the (N, M) tiles leave SMs idle) writes fp32 partials that launch_w4a16_reduce
-// sums: deterministic and graph safe. silu_gate (N / 2 % 16 == 0): a block's 64 features take
+// sums: deterministic and graph safe. silu_gate (N / 2 % 16 == 0, direct x): a block's 64 features take
 // their 4 gate tiles and 4 up tiles (two bulk copies), and each warp's rows g and g + 8 are one
 // feature's gate and up rows, so each lane stores silu(gate) * up of its own sums.
 #include <cuda_runtime_api.h>
@@ -107,7 +107,7 @@ struct WeightPairs {
   }
 };
 
-template <FloatType kType, FloatType kScale, int kTokens, int kStages, bool kPermutedX>
+template <FloatType kType, FloatType kScale, int kTokens, int kStages, bool kPermutedX, bool kSiluGate>
 __global__ void __launch_bounds__(kThreads, 1)
     w4a16_wgmma_kernel(const W4A16Args a, const __grid_constant__ CUtensorMap x_map) {
   using L = Layout<kTokens, kStages>;
@@ -147,9 +147,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::registers_decrease<kProducerRegisters>();
     if (tid != 256) return;
     hopper::tma_prefetch_descriptor(&x_map);
-    // silu_gate: the block's 4 gate tiles (tile0 / 2 ..), then their 4 up tiles (+ N / 32).
-    const int64_t tiles_n = a.n / 16, first_tile = a.silu_gate ? tile0 / 2 : tile0;
-    const int copies = a.silu_gate ? 2 : 1, tiles_per_copy = kTilesPerBlock / copies;
+    // kSiluGate: the block's 4 gate tiles (tile0 / 2 ..), then their 4 up tiles (+ N / 32).
+    constexpr int copies = kSiluGate ? 2 : 1, tiles_per_copy = kTilesPerBlock / copies;
+    const int64_t tiles_n = a.n / 16, first_tile = kSiluGate ? tile0 / 2 : tile0;
     const int valid_tiles = static_cast<int>(min(int64_t{tiles_per_copy}, tiles_n / copies - first_tile));
     const uint32_t stage_tx = L::kXBytes + copies * valid_tiles * kTileChunkBytes;
     const uint8_t* wsrc = a.qweight + first_tile * kTileChunkBytes;  // tile T's chunk c at (c * N / 16 + T) KiB
@@ -162,6 +162,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t dst = ring_address + s * L::kStageBytes;
       hopper::tma_load_2d(dst, &x_map, c * kChunkK, m0, bar);
       hopper::tma_load_2d(dst + L::kXPanelBytes, &x_map, c * kChunkK + hopper::kPanelCols, m0, bar);
+#pragma unroll
       for (int copy = 0; copy < copies; ++copy) {
         bulk_copy_to_shared(dst + L::kXBytes + copy * tiles_per_copy * kTileChunkBytes,
                             wsrc + c * chunk_bytes + copy * (tiles_n / 2) * kTileChunkBytes,
@@ -174,16 +175,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   hopper::registers_increase<kConsumerRegisters>();
   const int ctid = tid;
   const int wg = ctid / 128, warp = (ctid / 32) % 4, lane = ctid % 32, g = lane / 4, t = lane % 4;
-  // The warp's rows g and g + 8 (h = 0, 1) of tile 4 wg + warp, at shared offsets tile_offset[h]
-  // of a stage's weights; silu_gate: features f0 + g, rows f0 + g (gate) and N / 2 + f0 + g (up).
+  // The warp's rows g and g + 8 (h = 0, 1) of tile 4 wg + warp, at warp_offset and kRow8Offset
+  // past it in a stage's weights; kSiluGate: features f0 + g, rows f0 + g (gate: half tile
+  // tile_in_block of the block's gate tiles) and N / 2 + f0 + g (up: the same in the up tiles).
   const int tile_in_block = 4 * wg + warp;
-  const int64_t half_n = a.n / 2, f0 = tile0 * 8 + 8 * tile_in_block;
-  const bool tile_valid = a.silu_gate ? f0 < half_n : (tile0 + tile_in_block) * 16 < a.n;  // uniform per warp
-  const int64_t row[2] = {min(a.silu_gate ? f0 + g : (tile0 + tile_in_block) * 16 + g, a.n - 1),
-                          min(a.silu_gate ? half_n + f0 + g : (tile0 + tile_in_block) * 16 + 8 + g, a.n - 1)};
-  const int gate_offset = (tile_in_block / 2) * kTileChunkBytes + (tile_in_block % 2) * 512;
-  const int tile_offset[2] = {a.silu_gate ? gate_offset : tile_in_block * kTileChunkBytes,
-                              a.silu_gate ? gate_offset + kWeightStageBytes / 2 : tile_in_block * kTileChunkBytes + 512};
+  const int64_t tile = tile0 + tile_in_block, half_n = a.n / 2, f0 = tile0 * 8 + 8 * tile_in_block;
+  const bool tile_valid = kSiluGate ? f0 < half_n : tile * 16 < a.n;  // uniform per warp; a warp past N multiplies garbage, stores nothing
+  const int64_t row[2] = {min(kSiluGate ? f0 + g : tile * 16 + g, a.n - 1),
+                          min(kSiluGate ? half_n + f0 + g : tile * 16 + 8 + g, a.n - 1)};
+  constexpr int kRow8Offset = kSiluGate ? kWeightStageBytes / 2 : 512;
+  const int warp_offset = kSiluGate ? tile_in_block * 512 : tile_in_block * kTileChunkBytes;
   const GroupIndex groups(a.group_size);
   const uint32_t group_row[2] = {groups.row_start(row[0], a.k), groups.row_start(row[1], a.k)};
   const uint32_t lo_hi = static_cast<uint32_t>(t * 0x11 + (4 + t) * 0x1100);
@@ -227,12 +228,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       hopper::mbarrier_wait(full_bar + 8 * s, (i / kStages) & 1);
     }
     // (ld.shared on the address: through the generic pointer the compiler emits generic loads.)
-    const uint32_t wsm = ring_address + s * L::kStageBytes + L::kXBytes;
+    const uint32_t wsm = ring_address + s * L::kStageBytes + L::kXBytes + warp_offset;
     if constexpr (kPermutedX) {
       // k-step 2 word + hf: A = {row g pair 2 hf, row g + 8 pair 2 hf, row g pair 2 hf + 1,
       // row g + 8 pair 2 hf + 1} of the lane's own 16 bytes per row (words 2 half, + 1 here).
-      const uint2 w[2] = {load_shared_u64(wsm + tile_offset[0] + lane * 16 + 8 * half),
-                          load_shared_u64(wsm + tile_offset[1] + lane * 16 + 8 * half)};
+      const uint2 w[2] = {load_shared_u64(wsm + lane * 16 + 8 * half),
+                          load_shared_u64(wsm + kRow8Offset + lane * 16 + 8 * half)};
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         const int i0 = 2 * (ks % 2);
@@ -250,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int src = 0; src < 2; ++src) {
         const int unit = (4 * g + 2 * half + src) * 16;
-        const uint4 w[2] = {load_shared_u128(wsm + tile_offset[0] + unit), load_shared_u128(wsm + tile_offset[1] + unit)};
+        const uint4 w[2] = {load_shared_u128(wsm + unit), load_shared_u128(wsm + kRow8Offset + unit)};
 #pragma unroll
         for (int hw = 0; hw < 2; ++hw) {
           const int ks = 2 * src + hw;
@@ -324,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float v = acc[4 * j + 2 * h + e];
         if (a.num_splits > 1) {
           a.partials[(int64_t{blockIdx.z} * a.m + token) * a.n + row[h]] = v;
-        } else if (!a.silu_gate) {
+        } else if constexpr (!kSiluGate) {
           store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, row[h], v + bias[h]);
         } else if (h == 0) {  // feature row[0]: gate here, up at h = 1
           const float up = acc[4 * j + 2 + e] + bias[1];
@@ -352,15 +353,28 @@ __global__ void w4a16_permute_x_kernel(const uint16_t* x, int64_t x_stride, uint
   }
 }
 
-template <FloatType kType, FloatType kScale, int kIndex>
-void launch_config(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stream) {
+template <FloatType kType, FloatType kScale, int kIndex, bool kSiluGate>
+void launch_kernel(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stream) {
   constexpr W4A16WgmmaConfig kCfg = kW4A16WgmmaConfigs[kIndex];
   using L = Layout<kCfg.tokens, kCfg.stages>;
-  constexpr auto kernel = w4a16_wgmma_kernel<kType, kScale, kCfg.tokens, kCfg.stages, kCfg.permuted_x>;
+  constexpr auto kernel = w4a16_wgmma_kernel<kType, kScale, kCfg.tokens, kCfg.stages, kCfg.permuted_x, kSiluGate>;
   allow_dynamic_shared_memory<kernel>(L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>((a.n + kRowsPerBlock - 1) / kRowsPerBlock),
                   static_cast<unsigned>((a.m + kCfg.tokens - 1) / kCfg.tokens), static_cast<unsigned>(a.num_splits));
   kernel<<<grid, kThreads, L::kSharedBytes, stream>>>(a, map);
+}
+
+// silu_gate: instantiated for the direct-x configurations only (w4a16_wgmma_fuses_silu_gate).
+template <FloatType kType, FloatType kScale, int kIndex>
+void launch_config(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stream) {
+  if constexpr (!kW4A16WgmmaConfigs[kIndex].permuted_x) {
+    if (a.silu_gate) {
+      launch_kernel<kType, kScale, kIndex, true>(a, map, stream);
+      return;
+    }
+  }
+  if (a.silu_gate) check(cudaErrorInvalidValue, "w4a16 wgmma: silu_gate in a permuted-x configuration", __FILE__, __LINE__);
+  launch_kernel<kType, kScale, kIndex, false>(a, map, stream);
 }
 
 template <FloatType kType, int kIndex>
@@ -391,6 +405,10 @@ void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms) {
   const int64_t per_split = (chunks + splits - 1) / splits;
   a.k_per_split = per_split * kChunkK;
   a.num_splits = static_cast<int>((chunks + per_split - 1) / per_split);
+}
+
+bool w4a16_wgmma_fuses_silu_gate(int m, int64_t n, int group_size) {
+  return (n / 2) % 16 == 0 && !kW4A16WgmmaConfigs[w4a16_wgmma_config_index(m, group_size)].permuted_x;
 }
 
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {

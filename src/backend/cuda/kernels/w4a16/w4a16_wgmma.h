@@ -22,6 +22,9 @@ void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms);
 // of m * k elements of x's dtype, 16-byte aligned (x with each 128-K chunk permuted into the
 // weights' K order); unused (may be null) otherwise.
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream);
+// Whether launch_w4a16_wgmma takes a.silu_gate for these sizes (its direct-x configurations,
+// N / 2 % 16 == 0).
+bool w4a16_wgmma_fuses_silu_gate(int m, int64_t n, int group_size);
 
 // The kernel's tensor map over x [m, k] (16-bit, rows `stride` elements apart, 16-byte aligned):
 // boxes of 64 columns x `tokens` rows, 128-byte swizzle, rows past m read as zeros
