@@ -119,7 +119,8 @@ __global__ void __launch_bounds__(kThreads, kW4A16MmaConfigs[kIndex].min_blocks)
     for (int h = 0; h < 2; ++h) {
       const int64_t r8 = first_row(nt, h), n = min(r8 + g, a.n - 1);  // a clamped row is never written
       const int64_t tile_bytes = kSiluGate ? (r8 / 16) * 1024 + (r8 / 8 % 2) * 512 : (n0 / 16 + nt) * 1024 + h * 512;
-      wptr[nt][h] = (tiles ? a.qweight + tile_bytes + lane * 16 : a.qweight + n * row_bytes + 16 * t) + (k_begin / 128) * wstride;
+      wptr[nt][h] = (tiles ? a.qweight + tile_bytes + lane * 16 : a.qweight + n * row_bytes + 16 * t) +
+                    (k_begin / 128) * wstride;
       group_row[nt][h] = groups.row_start(n, a.k);
     }
 

@@ -180,7 +180,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // tile_in_block of the block's gate tiles) and N / 2 + f0 + g (up: the same in the up tiles).
   const int tile_in_block = 4 * wg + warp;
   const int64_t tile = tile0 + tile_in_block, half_n = a.n / 2, f0 = tile0 * 8 + 8 * tile_in_block;
-  const bool tile_valid = kSiluGate ? f0 < half_n : tile * 16 < a.n;  // uniform per warp; a warp past N multiplies garbage, stores nothing
+  // Uniform per warp; a warp past N multiplies garbage, stores nothing.
+  const bool tile_valid = kSiluGate ? f0 < half_n : tile * 16 < a.n;
   const int64_t row[2] = {min(kSiluGate ? f0 + g : tile * 16 + g, a.n - 1),
                           min(kSiluGate ? half_n + f0 + g : tile * 16 + 8 + g, a.n - 1)};
   constexpr int kRow8Offset = kSiluGate ? kWeightStageBytes / 2 : 512;
@@ -373,7 +374,7 @@ void launch_config(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stre
       return;
     }
   }
-  if (a.silu_gate) check(cudaErrorInvalidValue, "w4a16 wgmma: silu_gate in a permuted-x configuration", __FILE__, __LINE__);
+  if (a.silu_gate) check(cudaErrorInvalidValue, "w4a16 wgmma: silu_gate with permuted x", __FILE__, __LINE__);
   launch_kernel<kType, kScale, kIndex, false>(a, map, stream);
 }
 
