@@ -306,9 +306,10 @@ void check_w4a16_silu(const W4Case& c) {
 }
 
 // The fused path of each kernel (tensor-core kernel: decode M, every configuration, both
-// layouts, split-K; wgmma kernel: its M range, every configuration, a last block of fewer than
-// 64 features, split-K) and the unfused ones (N / 2 % 16 != 0 on the wgmma kernel, f32 x, K not
-// a multiple of 128, M past the wgmma range).
+// layouts, split-K; wgmma kernel: its M range, every direct-x configuration, a last block of
+// fewer than 64 features, split-K) and the unfused ones (groups of 64 on the tensor-core kernel,
+// permuted x or N / 2 % 16 != 0 on the wgmma kernel, f32 x, K not a multiple of 128, M past the
+// wgmma range).
 TEST(GemmW4A16, MatchesCpuSiluGate) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16, f32 = DType::kF32;
   const W4Case cases[] = {

@@ -23,7 +23,9 @@
 // silu_gate is fused into the tensor-core kernels (and their split-K reduction): the mma.sync
 // kernel's instantiations with the scales after the MMA (groups of 128, 256, ...), the wgmma
 // kernel's reading x directly (groups of 128, ...) where N / 2 % 16 == 0. Elsewhere the product
-// goes to scratch in y's dtype, then silu_mul.
+// goes to scratch in y's dtype, then silu_mul. (H200, Llama-3-8B gate_up, GemmW4A16Perf.SiluGate,
+// us, fused against the GEMM then silu_mul: M 1 21.1 / 22.8, M 16 30.0 / 32.0, M 64 52.9 / 53.2,
+// M 256 110.5 / 110.0, M 1024 380.9 / 387.3.)
 #include <algorithm>
 #include <cstdint>
 
