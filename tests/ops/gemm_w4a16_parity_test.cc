@@ -63,31 +63,49 @@ Int4Host random_int4(int64_t n, int64_t k, int group, bool with_zeros, std::mt19
   return w;
 }
 
-void check_w4a16(const W4Case& c) {
-  std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group));
-  Int4Host w = random_int4(c.n, c.k, c.group, c.zeros, rng, c.scales);
-  const int64_t x_cols = c.strided_x ? c.k + 8 : c.k;
-  Tensor x_full = random_tensor(c.x, {c.m, x_cols}, rng);
-  Tensor bias = random_tensor(DType::kF32, {c.n}, rng);
-  TensorView x = x_full.view().slice(1, 0, c.k);
-  Tensor expected = zeros(DType::kF32, {c.m, c.n});
-  cpu_backend().gemm_w4a16({x, w.qweight, w.scales, w.zeros, c.group, c.bias ? bias.view() : TensorView(), expected});
+// A case's random inputs (weights, x with its row padding when strided, bias) on the host and
+// on the device, and the two backends' parameters for them with output y.
+struct W4Inputs {
+  Int4Host w;
+  Tensor x_full, bias;
+  Tensor x_d, q_d, s_d, b_d, z_d;
+  W4Inputs(const W4Case& c, unsigned seed) : c_(c) {
+    std::mt19937 rng(seed);
+    w = random_int4(c.n, c.k, c.group, c.zeros, rng, c.scales);
+    x_full = random_tensor(c.x, {c.m, c.strided_x ? c.k + 8 : c.k}, rng);
+    bias = random_tensor(DType::kF32, {c.n}, rng);
+    x_d = to_device(x_full), q_d = to_device(w.qweight), s_d = to_device(w.scales), b_d = to_device(bias);
+    if (c.zeros) z_d = to_device(w.zeros);
+  }
+  GemmW4A16Params cpu(TensorView y) const {
+    return {x_full.view().slice(1, 0, c_.k), w.qweight, w.scales, w.zeros, c_.group,
+            c_.bias ? bias.view() : TensorView(), y};
+  }
+  GemmW4A16Params device(TensorView y) const {
+    return {x_d.view().slice(1, 0, c_.k), q_d, s_d, z_d, c_.group, c_.bias ? b_d.view() : TensorView(), y};
+  }
 
-  Tensor x_d = to_device(x_full), q_d = to_device(w.qweight), s_d = to_device(w.scales), b_d = to_device(bias);
-  Tensor z_d = c.zeros ? to_device(w.zeros) : Tensor();
+ private:
+  W4Case c_;
+};
+
+void check_w4a16(const W4Case& c) {
+  W4Inputs in(c, static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group));
+  Tensor expected = zeros(DType::kF32, {c.m, c.n});
+  cpu_backend().gemm_w4a16(in.cpu(expected));
+
   Tensor y_d(cuda_backend().allocator(), c.y, {c.m, c.n});
   const bool x16 = c.x != DType::kF32;
   const bool tensor_core = x16 && c.k % 128 == 0 && c.m <= cuda::kW4A16MmaMultiPassMaxRows;
   const bool dequantized = !tensor_core && c.m > 16 && x16;
   const double atol = (tensor_core || dequantized ? 1e-3 : 2e-4) * std::sqrt(static_cast<double>(c.k));
-  const GemmW4A16Params params{x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group,
-                               c.bias ? b_d.view() : TensorView(), y_d};
+  const GemmW4A16Params params = in.device(y_d);
   cuda_backend().gemm_w4a16(params);
   expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c));
   // The same weight in the backend's load-time layout (tiles where N % 16 == 0, K % 128 == 0;
   // f32 x then takes the dequantizing path: exact dequantization, atol as above).
   GemmW4A16Params repacked = params;
-  repacked.layout = cuda_backend().repack_int4(q_d);
+  repacked.layout = cuda_backend().repack_int4(in.q_d);
   EXPECT_EQ(repacked.layout, c.n % 16 == 0 && c.k % 128 == 0 ? Int4Layout::kTiles16 : Int4Layout::kRows) << describe(c);
   if (repacked.layout == Int4Layout::kRows) return;
   cuda_backend().gemm_w4a16(repacked);
@@ -258,14 +276,10 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
 // y's rounding differs where the epilogue fuses it. Where the product is first stored in y's
 // dtype (unfused paths) g and u are rounded too: relative error up to (2 + |g|) roundings.
 void check_w4a16_silu(const W4Case& c) {
-  std::mt19937 rng(static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group + 1));
-  Int4Host w = random_int4(c.n, c.k, c.group, c.zeros, rng, c.scales);
-  const int64_t x_cols = c.strided_x ? c.k + 8 : c.k, half = c.n / 2;
-  Tensor x_full = random_tensor(c.x, {c.m, x_cols}, rng);
-  Tensor bias = random_tensor(DType::kF32, {c.n}, rng);
-  TensorView x = x_full.view().slice(1, 0, c.k);
+  W4Inputs in(c, static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group + 1));
+  const int64_t half = c.n / 2;
   Tensor product = zeros(DType::kF32, {c.m, c.n});
-  cpu_backend().gemm_w4a16({x, w.qweight, w.scales, w.zeros, c.group, c.bias ? bias.view() : TensorView(), product});
+  cpu_backend().gemm_w4a16(in.cpu(product));
   const std::vector<double> cpu = to_doubles(product);
   auto silu = [&](const std::vector<double>& p, int64_t r, int64_t f) {
     const double g = p[r * c.n + f], u = p[r * c.n + half + f];
@@ -273,13 +287,11 @@ void check_w4a16_silu(const W4Case& c) {
   };
   const double atol = 1e-3 * std::sqrt(static_cast<double>(c.k)), rtol = output_rtol(c.y);
 
-  Tensor x_d = to_device(x_full), q_d = to_device(w.qweight), s_d = to_device(w.scales), b_d = to_device(bias);
-  Tensor z_d = c.zeros ? to_device(w.zeros) : Tensor();
   Tensor y_d(cuda_backend().allocator(), c.y, {c.m, half}), product_d(cuda_backend().allocator(), DType::kF32, {c.m, c.n});
-  GemmW4A16Params p{x_d.view().slice(1, 0, c.k), q_d, s_d, z_d, c.group, c.bias ? b_d.view() : TensorView(), y_d};
+  GemmW4A16Params p = in.device(y_d);
   for (const bool repack : {false, true}) {
     const std::string what = describe(c) + " silu_gate" + (repack ? " tiles" : "");
-    if (repack) p.layout = cuda_backend().repack_int4(q_d);
+    if (repack) p.layout = cuda_backend().repack_int4(in.q_d);
     GemmW4A16Params full = p;
     full.y = product_d;
     cuda_backend().gemm_w4a16(full);

@@ -123,9 +123,8 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
   const bool tensor_cores = p.x.dtype() != DType::kF32 && k % 128 == 0 && n * (k / p.group_size) <= int64_t{UINT32_MAX};
   const bool mma = tensor_cores && m <= kW4A16MmaMultiPassMaxRows;
   const bool wgmma = tensor_cores && tiles && w4a16_wgmma_enabled(static_cast<int>(m));
-  const bool fused = wgmma ? w4a16_wgmma_fuses_silu_gate(static_cast<int>(m), n, p.group_size)
-                          : mma && w4a16_mma_scales_after(p.group_size);
-  if (p.silu_gate && !fused) {
+  if (p.silu_gate && !(wgmma ? w4a16_wgmma_fuses_silu_gate(static_cast<int>(m), n, p.group_size)
+                              : mma && w4a16_mma_scales_after(p.group_size))) {
     // Not fused here: the product, then silu_mul.
     Tensor product(*ctx.allocator, p.y.dtype(), {m, n});  // freed on return: reuse is stream-ordered
     GemmW4A16Params full = p;
