@@ -96,6 +96,14 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(address));
 }
 
+// Stores four 8x8 b16 matrices held as mma fragments (register i: matrix i), each transposed:
+// memory row r of matrix i (at the address lane 8 i + r gives) takes the fragment's column r.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t address, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(address), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // Byte offset of 16-byte chunk `chunk` of row `row` in a [rows, kChunks] tile whose chunks are
 // XOR-swizzled by row % 8, so that the 8 rows one ldmatrix reads hit 8 different bank groups.
 template <int kChunks>
