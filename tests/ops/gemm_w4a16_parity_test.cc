@@ -435,7 +435,7 @@ TEST(GemmW4A16Perf, LlamaShapes) {
   Allocator& alloc = cuda_backend().allocator();
   for (const PerfShape& s : kLlamaShapes) {
     PerfWeights w = perf_weights(s.n, s.k);
-    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192}) {
+    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 2048, 4096, 8192}) {
       time_w4a16(std::string("w4a16 ") + s.name, w, m, s.n, s.k, m >= 2048 ? 10 : 50);
       if (m == 1 || m == 16) {  // brisk's own dense path (cuBLASLt) in the same run
         Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n}), wd(alloc, DType::kBF16, {s.n, s.k});

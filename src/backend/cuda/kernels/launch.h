@@ -171,6 +171,7 @@ struct W4A16Args {
   int num_splits = 1;
   int64_t k_per_split = 0;           // covers k in num_splits pieces: a multiple of the kernel's K step
   int mma_config = -1;               // the tensor-core kernel's configuration (w4a16_mma_plan)
+  int wgmma_config = -1;             // the wgmma kernel's configuration (w4a16_wgmma_plan)
   // y[:, f] = silu(gate + bias[f]) * (up + bias[n / 2 + f]) of rows f (gate) and n / 2 + f (up):
   // GemmW4A16Params::silu_gate, in the tensor-core kernels and the reduction (partials stay [m, n]).
   bool silu_gate = false;

@@ -201,6 +201,21 @@ struct W4A16WgmmaRule {
 // 119 vs 103); direct x beat permuted x by 0-10% except on gate_up at M >= 512 (within 3%).
 // Past 1024 tokens the fallback's dense GEMM is as fast or faster (M 4096: 1353 vs 1415).
 inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{64, 4}, {128, 2}, {1 << 30, 3}};
+// Past this M, w4a16_wgmma_plan takes the 128-token configuration instead of the rules' 256
+// where its estimate is lower: waves of blocks times a block's chunks times the time of one
+// (w4a16_wgmma_chunk_us), plus, with split-K, kW4A16WgmmaSplitUs and the partials' traffic
+// (written and read, 8 bytes a value and split, at kW4A16WgmmaPartialBytesPerUs). Fitted
+// 2026-12-03 on the H200 (GemmW4A16Perf.Prefill, us, 128 / 256 tokens a block): gate_up M 384
+// 177.1 / 191.7, M 512 207.7 / 188.3, M 1024 411.5 / 331.8; qkv M 256 31.2 / 38.9, M 384 59.0 /
+// 46.3, M 1024 90.9 / 94.6; o_proj M 256 27.5 / 27.0, M 384 31.2 / 43.7, M 512 32.4 / 43.6,
+// M 1024 61.7 / 49.4; down M 384 96.8 / 113.1, M 512 100.7 / 100.8, M 1024 198.7 / 159.3. On
+// the 20 points (M 192-1024, the four Llama shapes) it picks the faster one but for o_proj M 192
+// and 256 (0.6 and 0.5 us off); the rules alone lost 55 us there (gate_up M 384, qkv M 192-256
+// and 1024, o_proj M 384-512, down M 384).
+inline constexpr int kW4A16WgmmaWaveChoiceMinRows = 128;
+inline constexpr double w4a16_wgmma_chunk_us(int tokens) { return tokens >= 256 ? 1.47 : 0.92 * tokens / 128.0; }
+inline constexpr double kW4A16WgmmaSplitUs = 10.0;
+inline constexpr double kW4A16WgmmaPartialBytesPerUs = 2e6;
 inline constexpr int kW4A16WgmmaMaxRows = 1024;
 // From this M the wgmma kernel (64 tokens a block, padded) takes over from the mma.sync kernel
 // on the tile layout. Same run, us, gate_up / qkv / o_proj / down, mma.sync (its 32-token

@@ -497,19 +497,44 @@ void launch_index(const W4A16Args& a, const CUtensorMap& map, int index, cudaStr
   }
 }
 
-}  // namespace
-
-void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms) {
-  const W4A16WgmmaConfig cfg = kW4A16WgmmaConfigs[w4a16_wgmma_config_index(a.m, a.group_size)];
-  const int64_t tiles = ((a.n + kRowsPerBlock - 1) / kRowsPerBlock) * ((a.m + cfg.tokens - 1) / cfg.tokens);
+// K in splits while the (N, M) tiles of `tokens` tokens leave SMs idle, each split at least
+// kW4A16WgmmaMinChunksPerSplit chunks of 128.
+struct SplitPlan {
+  int64_t tiles, per_split, splits;
+};
+SplitPlan split_plan(const W4A16Args& a, int tokens, int num_sms) {
+  const int64_t tiles = ((a.n + kRowsPerBlock - 1) / kRowsPerBlock) * ((a.m + tokens - 1) / tokens);
   const int64_t chunks = a.k / kChunkK;
   int64_t splits = 1;
   if (tiles < num_sms) {
     splits = std::clamp<int64_t>(num_sms / tiles, 1, std::max<int64_t>(1, chunks / kW4A16WgmmaMinChunksPerSplit));
   }
   const int64_t per_split = (chunks + splits - 1) / splits;
-  a.k_per_split = per_split * kChunkK;
-  a.num_splits = static_cast<int>((chunks + per_split - 1) / per_split);
+  return {tiles, per_split, (chunks + per_split - 1) / per_split};
+}
+
+// The estimated time of configuration `index` (w4a16_heuristics.h, kW4A16WgmmaWaveChoiceMinRows).
+double plan_us(const W4A16Args& a, int index, int num_sms) {
+  const int tokens = kW4A16WgmmaConfigs[index].tokens;
+  const SplitPlan p = split_plan(a, tokens, num_sms);
+  const int64_t waves = (p.tiles * p.splits + num_sms - 1) / num_sms;
+  double us = static_cast<double>(waves * p.per_split) * w4a16_wgmma_chunk_us(tokens);
+  if (p.splits > 1) us += kW4A16WgmmaSplitUs + 8.0 * p.splits * a.m * a.n / kW4A16WgmmaPartialBytesPerUs;
+  return us;
+}
+
+}  // namespace
+
+void w4a16_wgmma_plan(W4A16Args& a, int num_sms) {
+  int index = w4a16_wgmma_config_index(a.m, a.group_size);
+  if (w4a16_wgmma_config_override < 0 && a.m > kW4A16WgmmaWaveChoiceMinRows) {
+    const int fewer = w4a16_wgmma_config_index(kW4A16WgmmaWaveChoiceMinRows, a.group_size);  // 128 tokens
+    if (plan_us(a, fewer, num_sms) < plan_us(a, index, num_sms)) index = fewer;
+  }
+  const SplitPlan p = split_plan(a, kW4A16WgmmaConfigs[index].tokens, num_sms);
+  a.wgmma_config = index;
+  a.k_per_split = p.per_split * kChunkK;
+  a.num_splits = static_cast<int>(p.splits);
 }
 
 bool w4a16_wgmma_fuses_silu_gate(int m, int64_t n, int group_size) {
@@ -518,7 +543,10 @@ bool w4a16_wgmma_fuses_silu_gate(int m, int64_t n, int group_size) {
 
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
-  const int index = w4a16_wgmma_config_index(a.m, a.group_size);
+  const int index = a.wgmma_config;
+  if (index < 0 || index >= kW4A16WgmmaNumConfigs) {
+    check(cudaErrorInvalidValue, "w4a16 wgmma: no configuration planned", __FILE__, __LINE__);
+  }
   const W4A16WgmmaConfig cfg = kW4A16WgmmaConfigs[index];
   if (cfg.permuted_x) {
     const int64_t units = int64_t{a.m} * (a.k / 8);

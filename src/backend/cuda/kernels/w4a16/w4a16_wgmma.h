@@ -12,9 +12,10 @@
 
 namespace brisk::cuda {
 
-// k_per_split and num_splits for these sizes on a GPU of num_sms multiprocessors (splits only
-// while the (N, M) tiles leave SMs idle; the partials then go through launch_w4a16_reduce).
-void w4a16_wgmma_plan_splits(W4A16Args& a, int num_sms);
+// wgmma_config, k_per_split and num_splits for these sizes on a GPU of num_sms multiprocessors
+// (splits only while the (N, M) tiles leave SMs idle; the partials then go through
+// launch_w4a16_reduce).
+void w4a16_wgmma_plan(W4A16Args& a, int num_sms);
 
 // y (or the fp32 partials) = x * dequant(w)^T: x f16 or bf16 with rows 16-byte aligned, qweight
 // in Int4Layout::kTiles16 (n % 16 == 0), k % 128 == 0, group_size a multiple of 32, scales and
