@@ -260,6 +260,21 @@ inline constexpr int kW4A16WgmmaMinRows = 17;
 // 12.5 / 13.6 against 16.1 / 16.7 / 22.3, down 26.9 / 26.8 / 27.8 against 29.7 / 30.3 / 35.6;
 // under ncu the tensor pipe was 29% busy with 0.42 warps eligible: the dequantization's
 // dependency chains and the barrier before each half chunk's MMAs, not the MMA shape, bound both.
+// 2026-12-03 (session 16), what this kernel's time is made of, timing-only variants (us, gate_up
+// M 512 / o_proj M 1024 / gate_up M 256 / qkv M 128 / o_proj M 128 / gate_up M 64 / o_proj M 64):
+// as it was 201.3 / 52.2 / 101.5 / 26.6 / 18.4 / 50.7 / 13.9; the raw weight words as A (no
+// dequantization) 190.4 / 49.0 / 96.0 / 23.7 / 17.2 / 32.1 / 11.5; no stores at all 179.4 / 46.6
+// / 89.3 / 23.9 / 15.7 / 47.8 / 12.2; neither dequantization nor MMA (copies, waits and stores
+// only) 142.1 / 39.0 / 77.2 / 19.6 / 14.8 / 27.0 / 10.5; the dequantization without the MMAs
+// 145.9 / 39.4 / - / 21.1 / 15.8 / 40.5 / -. At 4096 x 16384 x 16384 (256 tokens forced): 3138 as
+// it was, 2743 without dequantization (801 TFLOP/s), 2218 for the dequantization alone. So the
+// stores cost 11-15% (fixed: the epilogue now goes through shared memory, w4a16_wgmma.cu, gate_up
+// M 512 201 -> 188-190 us), the dequantization 6-12% past 256 tokens and 37% at M 64, and even
+// without it the MMA pipeline stays under dense cuBLASLt at M 512 (190 against 155): the waves
+// (448 blocks on 132 SMs) and each block's start and end. Three fragment sets with two MMA groups
+// in flight (wgmma_wait<2>, scales 3 chunks ahead) lost everywhere: 225.7 / 57.4 / - / 30.3 /
+// 20.0 / 62.6 / -. Under ncu (gate_up M 512): tensor pipe 62% of cycles, 0.33 of 2.2 warps a
+// scheduler eligible, top stalls the wait after each half chunk's MMAs and the first MMA of a half.
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
 
 // Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration (for every M from
