@@ -36,9 +36,10 @@
 // below ~1000 tokens). Accumulation in fp32 in the wgmma.
 //
 // Split-K (when the (N, M) tiles leave SMs idle) writes fp32 partials that launch_w4a16_reduce
-// sums: deterministic and graph safe. Outputs leave through shared memory (store_tile). silu_gate (N / 2 % 16 == 0, direct x): a block's 64 features take
-// their 4 gate tiles and 4 up tiles (two bulk copies), and each warp's rows g and g + 8 are one
-// feature's gate and up rows, so each lane stores silu(gate) * up of its own sums.
+// sums: deterministic and graph safe. Outputs leave through shared memory (store_tile).
+// silu_gate (N / 2 % 16 == 0, direct x): a block's 64 features take their 4 gate tiles and 4 up
+// tiles (two bulk copies), and each warp's rows g and g + 8 are one feature's gate and up rows,
+// so each lane computes silu(gate) * up of its own sums.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
