@@ -119,12 +119,28 @@ __device__ __forceinline__ bool tile_stores_16bit(const W4A16Args& a) {
   return a.y_type != FloatType::kF32 && a.y_stride % 8 == 0 && reinterpret_cast<uintptr_t>(a.y) % 16 == 0;
 }
 
+// The copy out of a warpgroup's staged tile: kChunks 16-byte chunks a token, chunk c of token tk
+// at at(tk, c) in shared memory and at out + tk * stride_bytes + 16 c in global memory, for the
+// tokens before `tokens` and the chunks before `chunks` (the columns inside N).
+template <int kTokens, int kChunks, typename At>
+__device__ __forceinline__ void copy_tile_out(At at, void* out, int64_t stride_bytes, int tokens, int64_t chunks) {
+  hopper::named_barrier_sync(2 + threadIdx.x / 128, 128);  // the warpgroup's tile is written
+#pragma unroll 4
+  for (int u = threadIdx.x % 128; u < kTokens * kChunks; u += 128) {
+    const int token = u / kChunks, chunk = u % kChunks;
+    if (token < tokens && chunk < chunks) {
+      *reinterpret_cast<uint4*>(static_cast<uint8_t*>(out) + token * stride_bytes + 16 * chunk) =
+          load_shared_u128(at(token, chunk));
+    }
+  }
+}
+
 // row0: the warpgroup's first weight row, or with kSiluGate its first feature (32 a warpgroup,
 // 8 a warp: a [tokens][32 features] tile of 64-byte rows, swizzled by token / 2).
 template <int kTokens, bool kSiluGate>
 __device__ __forceinline__ void store_tile(const W4A16Args& a, const float (&acc)[kTokens / 2], const float (&bias)[2],
                                            uint32_t ring_address, int64_t row0, int m0) {
-  const int ctid = threadIdx.x, wg = ctid / 128, warp = (ctid / 32) % 4, lane = ctid % 32, g = lane / 4, t = lane % 4;
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool f16 = a.y_type == FloatType::kF16;
   if constexpr (kSiluGate) {
     const uint32_t tile = ring_address + wg * kTokens * 64;
@@ -141,16 +157,8 @@ __device__ __forceinline__ void store_tile(const W4A16Args& a, const float (&acc
       }
       stmatrix_x4_trans(at(8 * (j + i) + r, warp), v);
     }
-    hopper::named_barrier_sync(2 + wg, 128);
-#pragma unroll 4
-    for (int u = ctid % 128; u < kTokens * 4; u += 128) {
-      const int token = u / 4, chunk = u % 4;
-      const int64_t feature = row0 + 8 * chunk;
-      if (m0 + token < a.m && feature < a.n / 2) {
-        *reinterpret_cast<uint4*>(static_cast<uint16_t*>(a.y) + (m0 + token) * a.y_stride + feature) =
-            load_shared_u128(at(token, chunk));
-      }
-    }
+    copy_tile_out<kTokens, 4>(at, static_cast<uint16_t*>(a.y) + m0 * a.y_stride + row0, 2 * a.y_stride, a.m - m0,
+                              (a.n / 2 - row0) / 8);
     return;
   }
   if (a.num_splits == 1) {
@@ -169,16 +177,9 @@ __device__ __forceinline__ void store_tile(const W4A16Args& a, const float (&acc
       }
       stmatrix_x4_trans(tile + swizzled<8>(8 * (j + i / 2) + r, 2 * warp + i % 2), v);
     }
-    hopper::named_barrier_sync(2 + wg, 128);
-#pragma unroll 4
-    for (int u = ctid % 128; u < kTokens * 8; u += 128) {
-      const int token = u / 8, chunk = u % 8;
-      const int64_t row = row0 + 8 * chunk;
-      if (m0 + token < a.m && row < a.n) {
-        const uint4 v = load_shared_u128(tile + swizzled<8>(token, chunk));
-        *reinterpret_cast<uint4*>(static_cast<uint16_t*>(a.y) + (m0 + token) * a.y_stride + row) = v;
-      }
-    }
+    copy_tile_out<kTokens, 8>([&](int token, int chunk) { return tile + swizzled<8>(token, chunk); },
+                              static_cast<uint16_t*>(a.y) + m0 * a.y_stride + row0, 2 * a.y_stride, a.m - m0,
+                              (a.n - row0) / 8);
     return;
   }
   const uint32_t tile = ring_address + wg * kTokens * 256;  // [tokens][64 rows], fp32
@@ -192,17 +193,9 @@ __device__ __forceinline__ void store_tile(const W4A16Args& a, const float (&acc
         const uint32_t at = tile + swizzled<16>(8 * j + 2 * t + e, row / 4) + 4 * (row % 4);
         asm volatile("st.shared.f32 [%0], %1;" ::"r"(at), "f"(acc[4 * j + 2 * h + e]) : "memory");
       }
-  hopper::named_barrier_sync(2 + wg, 128);
-  float* partials = a.partials + int64_t{blockIdx.z} * a.m * a.n;
-#pragma unroll 4
-  for (int u = ctid % 128; u < kTokens * 16; u += 128) {
-    const int token = u / 16, chunk = u % 16;
-    const int64_t row = row0 + 4 * chunk;
-    if (m0 + token < a.m && row < a.n) {
-      const uint4 v = load_shared_u128(tile + swizzled<16>(token, chunk));
-      *reinterpret_cast<uint4*>(partials + (m0 + token) * a.n + row) = v;
-    }
-  }
+  copy_tile_out<kTokens, 16>([&](int token, int chunk) { return tile + swizzled<16>(token, chunk); },
+                             a.partials + (int64_t{blockIdx.z} * a.m + m0) * a.n + row0, 4 * a.n, a.m - m0,
+                             (a.n - row0) / 4);
 }
 
 template <FloatType kType, FloatType kScale, int kTokens, int kStages, bool kPermutedX, bool kSiluGate>
