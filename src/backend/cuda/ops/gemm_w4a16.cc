@@ -12,7 +12,7 @@
 // - otherwise M <= kW4A16MaxRows with the row layout: the CUDA-core kernel (w4a16_small_m.cu; f32
 //   x, or K not a multiple of 128), fp32 dequantization.
 // - 16-bit x, K % 128 == 0, the tile layout and M in the wgmma kernel's range
-//   (w4a16_wgmma_enabled: 17 to 1024 tokens, ahead of the tensor-core kernel): the wgmma kernel
+//   (w4a16_wgmma_enabled: 17 to 4096 tokens, ahead of the tensor-core kernel): the wgmma kernel
 //   (w4a16_wgmma.cu), each weight dequantized into registers in x's dtype (the scale rounded to
 //   it, then (q - z) * s rounded), x read by TMA as it is (groups of 128) or first permuted into
 //   the weights' K order in scratch (smaller groups), split over K when the tiles leave SMs idle.

@@ -199,7 +199,7 @@ struct W4A16WgmmaRule {
 // vs 17.8, down 29.2 vs 38.0), 128 up to M 128 (64 dequantizes every weight tile twice there:
 // gate_up 88.7 vs 65.6 at M 128), 256 above (128 reads every weight tile twice at M 192-256:
 // 119 vs 103); direct x beat permuted x by 0-10% except on gate_up at M >= 512 (within 3%).
-// Past 1024 tokens the fallback's dense GEMM is as fast or faster (M 4096: 1353 vs 1415).
+// (How far M goes: kW4A16WgmmaMaxRows.)
 inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{64, 4}, {128, 2}, {1 << 30, 3}};
 // Past this M, w4a16_wgmma_plan takes the 128-token configuration instead of the rules' 256
 // where its estimate is lower: waves of blocks times a block's chunks times the time of one
@@ -216,7 +216,17 @@ inline constexpr int kW4A16WgmmaWaveChoiceMinRows = 128;
 inline constexpr double w4a16_wgmma_chunk_us(int tokens) { return tokens >= 256 ? 1.47 : 0.92 * tokens / 128.0; }
 inline constexpr double kW4A16WgmmaSplitUs = 10.0;
 inline constexpr double kW4A16WgmmaPartialBytesPerUs = 2e6;
-inline constexpr int kW4A16WgmmaMaxRows = 1024;
+// Past this M the weight is dequantized for cuBLASLt. Measured 2026-12-03 (H200, GemmW4A16Perf.
+// OneShape, us, this kernel with the plan's configuration / dequantize + cuBLASLt): gate_up M 1280
+// 415.7 / 514.9, 1536 502.0 / 578.3, 2048 649.5 / 735.0, 3072 973.5 / 1042.6, 4096 1284.5 /
+// 1323.8; qkv 94.8 / 120.1, 139.4 / 132.1, 143.3 / 164.2, 231.0 / 226.7, 278.3 / 286.8; o_proj
+// 88.0 / 80.5, 89.4 / 92.2, 97.3 / 110.7, 144.1 / 152.3, 189.6 / 194.0; down 291.4 / 256.1, 293.0
+// / 297.8, 314.7 / 359.6, 470.5 / 503.2, 626.7 / 647.3. The four shapes together are 5-12%
+// faster at every M (the single losses are grids a little past a whole wave: o_proj and down at
+// M 1280, 160 tiles of 256 tokens on 132 SMs), and no step of up to 4096 tokens (the engine's
+// default budget is 2048) needs a dequantized weight's scratch (gate_up: 235 MB). At M 8192 the
+// fallback is ahead (gate_up 2510 us against twice 1284.5).
+inline constexpr int kW4A16WgmmaMaxRows = 4096;
 // From this M the wgmma kernel (64 tokens a block, padded) takes over from the mma.sync kernel
 // on the tile layout. Same run, us, gate_up / qkv / o_proj / down, mma.sync (its 32-token
 // configuration) against wgmma: M 17: 48.2 / 18.7 / 15.7 / 36.0 against 54.9 / 19.3 / 13.5 /
@@ -275,6 +285,14 @@ inline constexpr int kW4A16WgmmaMinRows = 17;
 // in flight (wgmma_wait<2>, scales 3 chunks ahead) lost everywhere: 225.7 / 57.4 / - / 30.3 /
 // 20.0 / 62.6 / -. Under ncu (gate_up M 512): tensor pipe 62% of cycles, 0.33 of 2.2 warps a
 // scheduler eligible, top stalls the wait after each half chunk's MMAs and the first MMA of a half.
+// 2026-12-03 (session 17): 64 tokens a block with four consumer warpgroups, one pair for each
+// half of every chunk, the second pair's sums added through shared memory at the end (16 consumer
+// warps an SM at 112 registers, scales 2 chunks ahead) lost everywhere (us, M 17 / 32 / 64 / 128,
+// against configuration 4): gate_up 57.5 / 52.3 / 52.0 / 99.8 against 55.5 / 49.9 / 49.1 / 94.1,
+// qkv 18.4-26.8 against 17.8-25.9, o_proj 12.6-20.9 against 12.6-20.2, down 28.9-50.9 against
+// 26.6-47.2. Twice the warps do not shorten a chunk: what bounds 17-128 tokens is shared by the
+// block's warps, not each warp's latency. (setmaxnreg.inc past the block's allocation at launch
+// hangs: 120 registers for 512 consumers with 96 a thread at launch.)
 inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
 
 // Tuning benchmarks only (GemmW4A16Perf): >= 0 forces that configuration (for every M from
