@@ -163,8 +163,8 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
     const uint64_t act_bytes = dtype_bytes(model_->activation_dtype(), 1);
     const uint64_t per_token = (4 * c.hidden_size + (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
                                 3 * c.intermediate_size) * act_bytes;
-    // int4 layers multiply prefill-sized batches through a dense copy of the weight in scratch
-    // (the CUDA backend's gemm_w4a16 past 64 rows): room for the largest one.
+    // int4 layers may multiply through a dense copy of the weight in scratch (the CUDA backend's
+    // gemm_w4a16 past 4096 rows, or for weights its tile layout cannot take): room for the largest.
     uint64_t int4_scratch = 0;
     if (c.quantization.method != QuantMethod::kNone && !backend_->shares_host_memory()) {
       const uint64_t hidden = c.hidden_size, inter = c.intermediate_size, attn = c.num_heads * c.head_dim;
