@@ -252,8 +252,8 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
       {1000, 400, 2048, 128, true, bf16, f32, true, true},      // strided x, tokens past the tiles
       {520, 4096, 512, 64, false, bf16, bf16, false, false, bf16},
       {2050, 200, 512, 128, true, bf16, bf16, true, false},     // past 1024 tokens
-      {4096, 136, 256, 64, false, f16, f16, false, false},      // the last M it takes
-      {4100, 72, 256, 128, true, bf16, bf16, false, false},     // past it: dequantize + cuBLASLt
+      {cuda::kW4A16WgmmaMaxRows, 136, 256, 64, false, f16, f16, false, false},  // the last M it takes
+      {cuda::kW4A16WgmmaMaxRows + 4, 72, 256, 128, true, bf16, bf16, false, false},  // past it: dequantize + cuBLASLt
   };
   for (const W4Case& c : cases) check_w4a16(c);
   // The bottom of its M range, and one to two 128-K chunks (small models: hidden size 128).
