@@ -23,6 +23,7 @@
 #include <cstdlib>
 
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
+#include "backend/cuda/runtime/device.h"
 #include "ops_test_util.h"
 
 namespace brisk::testing {
@@ -269,7 +270,18 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
     check_w4a16({97, 272, 1536, 128, true, bf16, bf16, true, false});
     check_w4a16({300, 160, 768, 64, false, f16, f16, false, true, f32});
   }
+  // Two tiles past a whole wave on this GPU, those two split over K (forced: the estimate takes
+  // it only for long tiles): 64 tokens a tile with the last N tile partial, and 256 (forced)
+  // with x direct or permuted, every token tile but the last whole.
+  const int64_t sms = cuda::select_device().num_sms;
+  cuda::w4a16_wgmma_last_wave_split = 1;
+  check_w4a16({40, 128 * (sms + 2) - 48, 2048, 128, true, bf16, bf16, true, false});
+  cuda::w4a16_wgmma_config_override = 3;
+  check_w4a16({300, 128 * ((sms + 1) / 2 + 1) - 16, 1024, 128, false, bf16, f32, true, false});
+  cuda::w4a16_wgmma_config_override = 1;
+  check_w4a16({300, 128 * ((sms + 1) / 2 + 1), 1024, 64, true, f16, f16, false, true, bf16});
   cuda::w4a16_wgmma_config_override = -1;
+  cuda::w4a16_wgmma_last_wave_split = 0;
 }
 
 // silu_gate (a SwiGLU gate_up with the activation fused): c.n is the product's N (gate and up
@@ -351,6 +363,10 @@ TEST(GemmW4A16, MatchesCpuSiluGate) {
     check_w4a16_silu({97, 2 * 144, 1536, c % 2 == 0 ? 128 : 64, true, bf16, bf16, c % 3 == 0, false});
   }
   cuda::w4a16_wgmma_config_override = -1;
+  // Two tiles past a whole wave, split over K (forced), the last one 32 features.
+  cuda::w4a16_wgmma_last_wave_split = 1;
+  check_w4a16_silu({40, 128 * (cuda::select_device().num_sms + 2) - 64, 2048, 128, true, bf16, bf16, true, false});
+  cuda::w4a16_wgmma_last_wave_split = 0;
 }
 
 TEST(GemmW4A16, RejectsUnsupportedGroup) {
@@ -530,19 +546,23 @@ TEST(GemmW4A16Perf, LargeSquare) {
   time_w4a16("w4a16 square", w, m, n, k, 5);
 }
 
-// One shape for tuning and profiling (ncu): BRISK_W4A16_SHAPE="N K M [wgmma configuration]", the
-// configuration forced as w4a16_wgmma_config_override takes it (-1: the rules).
+// One shape for tuning and profiling (ncu): BRISK_W4A16_SHAPE="N K M [wgmma configuration [last
+// wave split]]", the configuration forced as w4a16_wgmma_config_override takes it (-1: the rules),
+// the split as w4a16_wgmma_last_wave_split does.
 TEST(GemmW4A16Perf, OneShape) {
   const char* shape = std::getenv("BRISK_W4A16_SHAPE");
   if (!perf_enabled() || shape == nullptr) GTEST_SKIP() << "set BRISK_OPS_PERF=1 and BRISK_W4A16_SHAPE";
   int64_t n = 0, k = 0, m = 0;
-  int config = -1;
-  const int fields = std::sscanf(shape, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %d", &n, &k, &m, &config);
+  int config = -1, last_wave_split = 0;
+  const int fields =
+      std::sscanf(shape, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %d %d", &n, &k, &m, &config, &last_wave_split);
   ASSERT_GE(fields, 3) << "BRISK_W4A16_SHAPE: " << shape;
   PerfWeights w = perf_weights(n, k);
   cuda::w4a16_wgmma_config_override = config;
+  cuda::w4a16_wgmma_last_wave_split = last_wave_split;
   time_w4a16("w4a16 shape", w, m, n, k, 20);
   cuda::w4a16_wgmma_config_override = -1;
+  cuda::w4a16_wgmma_last_wave_split = 0;
 }
 
 }  // namespace

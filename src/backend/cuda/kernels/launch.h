@@ -163,7 +163,7 @@ struct W4A16Args {
   void* y = nullptr;                 // [m, n], or [m, n / 2] with silu_gate
   int64_t y_stride = 0;
   FloatType y_type = FloatType::kF32;
-  float* partials = nullptr;         // [num_splits, m, n] when num_splits > 1
+  float* partials = nullptr;         // [num_splits, m, n] when num_splits > 1 (the wgmma kernel's: w4a16_wgmma.h)
   int m = 0;
   int64_t n = 0;
   int64_t k = 0;
@@ -172,6 +172,7 @@ struct W4A16Args {
   int64_t k_per_split = 0;           // covers k in num_splits pieces: a multiple of the kernel's K step
   int mma_config = -1;               // the tensor-core kernel's configuration (w4a16_mma_plan)
   int wgmma_config = -1;             // the wgmma kernel's configuration (w4a16_wgmma_plan)
+  int64_t split_from_tile = 0;       // the wgmma kernel's first tile split over K (w4a16_wgmma_plan)
   // y[:, f] = silu(gate + bias[f]) * (up + bias[n / 2 + f]) of rows f (gate) and n / 2 + f (up):
   // GemmW4A16Params::silu_gate, in the tensor-core kernels and the reduction (partials stay [m, n]).
   bool silu_gate = false;

@@ -95,13 +95,13 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
 
 // y = x * dequant(w)^T by the wgmma kernel (tile layout, 16-bit x rows 16-byte aligned).
 void run_wgmma(const OpContext& ctx, const GemmW4A16Params& p, TensorView x) {
-  const int64_t m = x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
+  const int64_t m = x.size(0), k = p.qweight.size(1);
   W4A16Args a = kernel_args(p, x, p.y);
   w4a16_wgmma_plan(a, ctx.num_sms);
   Tensor partials, x_perm;  // freed on return: reuse is stream-ordered
   if (kW4A16WgmmaConfigs[a.wgmma_config].permuted_x) x_perm = Tensor(*ctx.allocator, x.dtype(), {m, k});
-  if (a.num_splits > 1) {
-    partials = Tensor(*ctx.allocator, DType::kF32, {a.num_splits, m, n});
+  if (const int64_t floats = w4a16_wgmma_partial_floats(a); floats > 0) {
+    partials = Tensor(*ctx.allocator, DType::kF32, {floats});
     a.partials = partials.data_as<float>();
   }
   launch_w4a16_wgmma(a, x_perm.empty() ? nullptr : x_perm.view().data(), ctx.stream);

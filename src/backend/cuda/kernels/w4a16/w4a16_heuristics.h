@@ -211,7 +211,14 @@ inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{64, 4}, {128, 2}, {1 << 3
 // M 1024 61.7 / 49.4; down M 384 96.8 / 113.1, M 512 100.7 / 100.8, M 1024 198.7 / 159.3. On
 // the 20 points (M 192-1024, the four Llama shapes) it picks the faster one but for o_proj M 192
 // and 256 (0.6 and 0.5 us off); the rules alone lost 55 us there (gate_up M 384, qkv M 192-256
-// and 1024, o_proj M 384-512, down M 384).
+// and 1024, o_proj M 384-512, down M 384). The plan also weighs splitting over K the tiles past
+// the last whole wave, into enough splits to fill that wave (w4a16_wgmma_plan.cc). Measured
+// 2026-12-03 (GemmW4A16Perf.OneShape, us, whole tiles / last wave split): qkv M 768 88.2 / 65.2,
+// M 1536 139.4 / 121.4; gate_up M 384 177.2 / 161.6, M 768 276.8 / 255.1; o_proj M 1280 88.4 /
+// 77.4; down M 1280 293.1 / 215.0, M 1536 298.0 / 262.1; no change where the estimate keeps whole
+// tiles (qkv M 1024 89.6 / 89.7). Beyond the waves' chunk times, those splits cost 9-19 us where
+// the two constants below (fitted where every tile splits) give 16-26: the plan splits a little
+// less often than it could.
 inline constexpr int kW4A16WgmmaWaveChoiceMinRows = 128;
 inline constexpr double w4a16_wgmma_chunk_us(int tokens) { return tokens >= 256 ? 1.47 : 0.92 * tokens / 128.0; }
 inline constexpr double kW4A16WgmmaSplitUs = 10.0;
@@ -299,6 +306,10 @@ inline constexpr int kW4A16WgmmaMinChunksPerSplit = 4;
 // kW4A16WgmmaMinRows), -2 turns the wgmma kernel off (the mma.sync kernel or the dequantizing
 // fallback everywhere).
 inline int w4a16_wgmma_config_override = -1;
+
+// Tuning benchmarks and tests only: the last partial wave of tiles past whole waves split over
+// K never (-1), where the estimate says so (0), or always (1) (w4a16_wgmma_plan).
+inline int w4a16_wgmma_last_wave_split = 0;
 
 inline bool w4a16_wgmma_enabled(int m) {
   if (w4a16_wgmma_config_override == -2) return false;

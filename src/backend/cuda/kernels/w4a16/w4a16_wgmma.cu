@@ -9,7 +9,8 @@
 // two consumer warpgroups own 64 weight rows each (the wgmma's M), warp w of one the 16-row tile
 // 4 wg + w; both multiply by the same x tile (the wgmma's N = tokens per block), in half chunks
 // of 4 k-steps whose MMAs overlap the next half's dequantization, and release a stage ("empty"
-// mbarrier) once their MMAs reading it completed. Grid: (N / 128, M / tokens, K splits).
+// mbarrier) once their MMAs reading it completed. Grid: one block a (128 rows, tokens) tile,
+// then one a K split of each split tile (block_work).
 //
 // The K order. In the tile layout (Int4Layout::kTiles16, the contract with the decode kernel of
 // w4a16_mma.cu) lane (g, t) of a warp streams 32 consecutive K values of rows g and g + 8 per
@@ -35,8 +36,13 @@
 // cost seven instructions a pair instead of four or five, and this kernel is bound by them
 // below ~1000 tokens). Accumulation in fp32 in the wgmma.
 //
-// Split-K (when the (N, M) tiles leave SMs idle) writes fp32 partials that launch_w4a16_reduce
-// sums: deterministic and graph safe. Outputs leave through shared memory (store_tile).
+// Split-K (w4a16_wgmma_plan: the tiles past the last whole wave, or all of them when they fill
+// less than one): those blocks write fp32 partials (store_partials) that a second kernel sums
+// (w4a16_wgmma_reduce_kernel), deterministic and graph safe. Outputs leave through shared memory
+// (w4a16_wgmma_epilogue.cuh). Programmatic dependent launch: the first ring round's weights are
+// requested before the kernel ahead has finished, and the kernel after may launch once every
+// block's MMAs are done (H200, us, with / without: gate_up M 64 50.1 / 51.8, M 256 91.2 / 94.7,
+// qkv M 64 20.5 / 22.8, o_proj M 128 19.4 / 21.8, down M 128 38.1 / 40.0).
 // silu_gate (N / 2 % 16 == 0, direct x): a block's 64 features take their 4 gate tiles and 4 up
 // tiles (two bulk copies), and each warp's rows g and g + 8 are one feature's gate and up rows,
 // so each lane computes silu(gate) * up of its own sums.
@@ -50,12 +56,14 @@
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/silu.cuh"
 #include "backend/cuda/kernels/w4a16/int4_pairs.cuh"
 #include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
+#include "backend/cuda/kernels/w4a16/w4a16_wgmma_epilogue.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -69,9 +77,9 @@ constexpr int kThreads = 384;
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
 static_assert(kProducerRegisters * 128 + kConsumerRegisters * 256 <= 65536);
-constexpr int kRowsPerBlock = 128;       // weight rows (outputs): 64 per consumer warpgroup
+constexpr int kRowsPerBlock = kW4A16WgmmaBlockRows;  // weight rows (outputs): 64 per consumer warpgroup
 constexpr int kTilesPerBlock = kRowsPerBlock / 16;
-constexpr int kChunkK = 128;             // K values per stage
+constexpr int kChunkK = kW4A16WgmmaChunkK;  // K values per stage
 constexpr int kTileChunkBytes = 16 * kChunkK / 2;  // one 16-row tile's chunk: 1 KiB, contiguous
 constexpr int kWeightStageBytes = kTilesPerBlock * kTileChunkBytes;
 
@@ -109,93 +117,26 @@ struct WeightPairs {
   }
 };
 
-// The epilogue through shared memory (the ring, free once the MMAs are complete): y in a 16-bit
-// dtype with 16-byte aligned rows, or the fp32 partials of split-K. Each warpgroup writes its
-// [tokens, 64 rows] tile there, XOR-swizzled by token (swizzled<>: conflict-free), then stores
-// whole 16-byte chunks, 8 or 16 lanes a token's 128 or 256 contiguous bytes. The direct stores
-// of the fragments (2 or 4 bytes a lane, 16 bytes a row and token) took 11-15% of the kernel
-// (H200: gate_up M 512 201 us with them, 179 without any stores).
-__device__ __forceinline__ bool tile_stores_16bit(const W4A16Args& a) {
-  return a.y_type != FloatType::kF32 && a.y_stride % 8 == 0 && reinterpret_cast<uintptr_t>(a.y) % 16 == 0;
-}
-
-// The copy out of a warpgroup's staged tile: kChunks 16-byte chunks a token, chunk c of token tk
-// at at(tk, c) in shared memory and at out + tk * stride_bytes + 16 c in global memory, for the
-// tokens before `tokens` and the chunks before `chunks` (the columns inside N).
-template <int kTokens, int kChunks, typename At>
-__device__ __forceinline__ void copy_tile_out(At at, void* out, int64_t stride_bytes, int tokens, int64_t chunks) {
-  hopper::named_barrier_sync(2 + threadIdx.x / 128, 128);  // the warpgroup's tile is written
-#pragma unroll 4
-  for (int u = threadIdx.x % 128; u < kTokens * kChunks; u += 128) {
-    const int token = u / kChunks, chunk = u % kChunks;
-    if (token < tokens && chunk < chunks) {
-      *reinterpret_cast<uint4*>(static_cast<uint8_t*>(out) + token * stride_bytes + 16 * chunk) =
-          load_shared_u128(at(token, chunk));
-    }
+// The block's work (w4a16_wgmma_plan): blocks before a.split_from_tile take that tile over all
+// of K, the rest one K split of a tile from it on (split s of the i-th such tile: block
+// split_from_tile + s * count + i). Tile i: N tile i % n_tiles, token tile i / n_tiles.
+struct BlockWork {
+  int64_t tile, n_tile, split_slot;  // split_slot: the tile's place in the partials, -1 when whole
+  int m_tile, split;
+};
+__device__ __forceinline__ BlockWork block_work(const W4A16Args& a, int tokens) {
+  const int64_t n_tiles = (a.n + kRowsPerBlock - 1) / kRowsPerBlock, b = blockIdx.x;
+  const int64_t tiles = w4a16_wgmma_tiles(a, tokens), first = a.split_from_tile;
+  BlockWork w{b, 0, -1, 0, 0};
+  if (a.num_splits > 1 && b >= first) {
+    const int64_t count = tiles - first, u = b - first;
+    w.split = static_cast<int>(u / count);
+    w.tile = first + u % count;
+    w.split_slot = u;  // split * count + (tile - first)
   }
-}
-
-// row0: the warpgroup's first weight row, or with kSiluGate its first feature (32 a warpgroup,
-// 8 a warp: a [tokens][32 features] tile of 64-byte rows, swizzled by token / 2).
-template <int kTokens, bool kSiluGate>
-__device__ __forceinline__ void store_tile(const W4A16Args& a, const float (&acc)[kTokens / 2], const float (&bias)[2],
-                                           uint32_t ring_address, int64_t row0, int m0) {
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const bool f16 = a.y_type == FloatType::kF16;
-  if constexpr (kSiluGate) {
-    const uint32_t tile = ring_address + wg * kTokens * 64;
-    auto at = [&](int token, int chunk) { return tile + token * 64 + ((chunk ^ ((token >> 1) & 3)) << 4); };
-    const int i = lane / 8, r = lane % 8;
-#pragma unroll
-    for (int j = 0; j < kTokens / 8; j += 4) {  // matrix q: tokens 8 (j + q) .., features 8 warp ..
-      uint32_t v[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float* p = &acc[4 * (j + q)];  // gate e = 0, 1, then up
-        const float lo = silu_times(p[0] + bias[0], p[2] + bias[1]), hi = silu_times(p[1] + bias[0], p[3] + bias[1]);
-        v[q] = f16 ? KvTraits<FloatType::kF16>::pack(lo, hi) : KvTraits<FloatType::kBF16>::pack(lo, hi);
-      }
-      stmatrix_x4_trans(at(8 * (j + i) + r, warp), v);
-    }
-    copy_tile_out<kTokens, 4>(at, static_cast<uint16_t*>(a.y) + m0 * a.y_stride + row0, 2 * a.y_stride, a.m - m0,
-                              (a.n / 2 - row0) / 8);
-    return;
-  }
-  if (a.num_splits == 1) {
-    const uint32_t tile = ring_address + wg * kTokens * 128;  // [tokens][64 rows], 16-bit
-    // stmatrix: matrices (j, h = 0), (j, h = 1), (j + 1, 0), (j + 1, 1); lane 8 i + r gives
-    // memory row r (token 8 (j + i / 2) + r) of matrix i, chunk 2 warp + i % 2 (rows 8 h ..).
-    const int i = lane / 8, r = lane % 8;
-#pragma unroll
-    for (int j = 0; j < kTokens / 8; j += 2) {
-      uint32_t v[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float lo = acc[4 * (j + q / 2) + 2 * (q % 2)] + bias[q % 2];
-        const float hi = acc[4 * (j + q / 2) + 2 * (q % 2) + 1] + bias[q % 2];
-        v[q] = f16 ? KvTraits<FloatType::kF16>::pack(lo, hi) : KvTraits<FloatType::kBF16>::pack(lo, hi);
-      }
-      stmatrix_x4_trans(tile + swizzled<8>(8 * (j + i / 2) + r, 2 * warp + i % 2), v);
-    }
-    copy_tile_out<kTokens, 8>([&](int token, int chunk) { return tile + swizzled<8>(token, chunk); },
-                              static_cast<uint16_t*>(a.y) + m0 * a.y_stride + row0, 2 * a.y_stride, a.m - m0,
-                              (a.n - row0) / 8);
-    return;
-  }
-  const uint32_t tile = ring_address + wg * kTokens * 256;  // [tokens][64 rows], fp32
-#pragma unroll
-  for (int j = 0; j < kTokens / 8; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int row = 16 * warp + 8 * h + g;
-        const uint32_t at = tile + swizzled<16>(8 * j + 2 * t + e, row / 4) + 4 * (row % 4);
-        asm volatile("st.shared.f32 [%0], %1;" ::"r"(at), "f"(acc[4 * j + 2 * h + e]) : "memory");
-      }
-  copy_tile_out<kTokens, 16>([&](int token, int chunk) { return tile + swizzled<16>(token, chunk); },
-                             a.partials + (int64_t{blockIdx.z} * a.m + m0) * a.n + row0, 4 * a.n, a.m - m0,
-                             (a.n - row0) / 4);
+  w.n_tile = w.tile % n_tiles;
+  w.m_tile = static_cast<int>(w.tile / n_tiles);
+  return w;
 }
 
 template <FloatType kType, FloatType kScale, int kTokens, int kStages, bool kPermutedX, bool kSiluGate>
@@ -210,16 +151,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t empty_bar = full_bar + 8 * kStages;
 
   const int tid = threadIdx.x;
-  const int64_t tile0 = int64_t{blockIdx.x} * kTilesPerBlock;  // the block's first 16-row tile
-  const int m0 = blockIdx.y * kTokens;
+  const BlockWork work = block_work(a, kTokens);
+  const bool split = work.split_slot >= 0;
+  const int64_t tile0 = work.n_tile * kTilesPerBlock;  // the block's first 16-row tile
+  const int m0 = work.m_tile * kTokens;
   const int num_chunks_total = static_cast<int>(a.k / kChunkK);
-  const int chunks_per_split = static_cast<int>(a.k_per_split / kChunkK);
-  const int c_begin = blockIdx.z * chunks_per_split;
+  const int chunks_per_split = split ? static_cast<int>(a.k_per_split / kChunkK) : num_chunks_total;
+  const int c_begin = work.split * chunks_per_split;
   const int num_chunks = min(num_chunks_total - c_begin, chunks_per_split);
   // The block's i-th chunk: blocks start at different chunks (by their N tile), so that the
   // blocks running side by side read different x tiles rather than all the same lines of L2
   // (H200, gate_up M 128: 72.8 -> 65.8 us; qkv 28.9 -> 27.3).
-  const int rotation = num_chunks > 0 ? static_cast<int>(blockIdx.x % num_chunks) : 0;
+  const int rotation = num_chunks > 0 ? static_cast<int>(work.n_tile % num_chunks) : 0;
   auto chunk_of = [&](int i) {
     const int r = i + rotation;
     return c_begin + (r >= num_chunks ? r - num_chunks : r);
@@ -245,20 +188,32 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t stage_tx = L::kXBytes + copies * valid_tiles * kTileChunkBytes;
     const uint8_t* wsrc = a.qweight + first_tile * kTileChunkBytes;  // tile T's chunk c at (c * N / 16 + T) KiB
     const int64_t chunk_bytes = tiles_n * kTileChunkBytes;
-    for (int i = 0; i < num_chunks; ++i) {
-      const int s = i % kStages, c = chunk_of(i);
-      hopper::mbarrier_wait(empty_bar + 8 * s, ((i / kStages) & 1) ^ 1);
-      const uint32_t bar = full_bar + 8 * s;
+    // Chunk i's weights into stage i % kStages, once its barrier expects the stage's bytes.
+    auto copy_weights = [&](int i) {
+      const int s = i % kStages;
+      const uint32_t bar = full_bar + 8 * s, dst = ring_address + s * L::kStageBytes + L::kXBytes;
       hopper::mbarrier_arrive_expect_tx(bar, stage_tx);
-      const uint32_t dst = ring_address + s * L::kStageBytes;
-      hopper::tma_load_2d(dst, &x_map, c * kChunkK, m0, bar);
-      hopper::tma_load_2d(dst + L::kXPanelBytes, &x_map, c * kChunkK + hopper::kPanelCols, m0, bar);
 #pragma unroll
       for (int copy = 0; copy < copies; ++copy) {
-        bulk_copy_to_shared(dst + L::kXBytes + copy * tiles_per_copy * kTileChunkBytes,
-                            wsrc + c * chunk_bytes + copy * (tiles_n / 2) * kTileChunkBytes,
+        bulk_copy_to_shared(dst + copy * tiles_per_copy * kTileChunkBytes,
+                            wsrc + chunk_of(i) * chunk_bytes + copy * (tiles_n / 2) * kTileChunkBytes,
                             valid_tiles * kTileChunkBytes, bar);
       }
+    };
+    // Programmatic dependent launch (pdl.cuh): the first round's weights (the model's) are on
+    // their way while the kernel before this one finishes; x waits for it.
+    const int first_round = min(kStages, num_chunks);
+    for (int i = 0; i < first_round; ++i) copy_weights(i);
+    pdl_wait();
+    for (int i = 0; i < num_chunks; ++i) {
+      const int s = i % kStages, c = chunk_of(i);
+      if (i >= first_round) {
+        hopper::mbarrier_wait(empty_bar + 8 * s, ((i / kStages) & 1) ^ 1);
+        copy_weights(i);
+      }
+      const uint32_t bar = full_bar + 8 * s, dst = ring_address + s * L::kStageBytes;
+      hopper::tma_load_2d(dst, &x_map, c * kChunkK, m0, bar);
+      hopper::tma_load_2d(dst + L::kXPanelBytes, &x_map, c * kChunkK + hopper::kPanelCols, m0, bar);
     }
     return;
   }
@@ -398,15 +353,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   hopper::wgmma_wait<0>();
   hopper::fence_registers(acc);
+  // The kernel after this one may launch (its blocks start as this one's leave), and the
+  // outputs wait for the kernel before this one (it may still read them).
+  pdl_wait();
+  pdl_release();
 
+  if (split) {
+    hopper::named_barrier_sync(1, 256);  // both warpgroups' MMAs are complete: the ring is free
+    const int64_t tile_floats = int64_t{kTokens} * kRowsPerBlock;
+    store_partials<kTokens>(acc, ring_address, a.partials + work.split_slot * tile_floats, min(kTokens, a.m - m0));
+    return;
+  }
   // acc[4 j + 2 h + e]: weight row row[h], token m0 + 8 j + 2 t + e.
   float bias[2] = {0.0f, 0.0f};
-  if (a.num_splits == 1 && a.bias != nullptr) {
+  if (a.bias != nullptr) {
     bias[0] = load_one(a.bias, a.bias_type, row[0]);
     bias[1] = load_one(a.bias, a.bias_type, row[1]);
   }
-  // (silu_gate's split-K partials keep the direct stores: a block's rows are not contiguous.)
-  if (kSiluGate ? a.num_splits == 1 && tile_stores_16bit(a) : a.num_splits > 1 || tile_stores_16bit(a)) {
+  if (tile_stores_16bit(a)) {
     hopper::named_barrier_sync(1, 256);  // both warpgroups' MMAs are complete: the ring is free
     const int64_t first = kSiluGate ? tile0 * 8 + 32 * wg : tile0 * 16 + 64 * wg;  // feature or row
     store_tile<kTokens, kSiluGate>(a, acc, bias, ring_address, first, m0);
@@ -422,9 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float v = acc[4 * j + 2 * h + e];
-        if (a.num_splits > 1) {
-          a.partials[(int64_t{blockIdx.z} * a.m + token) * a.n + row[h]] = v;
-        } else if constexpr (!kSiluGate) {
+        if constexpr (!kSiluGate) {
           store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, row[h], v + bias[h]);
         } else if (h == 0) {  // feature row[0]: gate here, up at h = 1
           const float up = acc[4 * j + 2 + e] + bias[1];
@@ -458,9 +420,40 @@ void launch_kernel(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stre
   using L = Layout<kCfg.tokens, kCfg.stages>;
   constexpr auto kernel = w4a16_wgmma_kernel<kType, kScale, kCfg.tokens, kCfg.stages, kCfg.permuted_x, kSiluGate>;
   allow_dynamic_shared_memory<kernel>(L::kSharedBytes);
-  const dim3 grid(static_cast<unsigned>((a.n + kRowsPerBlock - 1) / kRowsPerBlock),
-                  static_cast<unsigned>((a.m + kCfg.tokens - 1) / kCfg.tokens), static_cast<unsigned>(a.num_splits));
-  kernel<<<grid, kThreads, L::kSharedBytes, stream>>>(a, map);
+  const int64_t blocks = a.split_from_tile + (w4a16_wgmma_tiles(a, kCfg.tokens) - a.split_from_tile) * a.num_splits;
+  launch_pdl(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), L::kSharedBytes, stream, a, map);
+}
+
+// y from the partials of the split tiles (block_work): sum of the splits, + bias, silu_gate's
+// silu(gate) * up; one thread an output (a tile's row or silu_gate's feature) and token.
+__global__ void w4a16_wgmma_reduce_kernel(const W4A16Args a, int tokens) {
+  pdl_wait();  // the partials of the kernel before
+  pdl_release();
+  const int64_t n_tiles = (a.n + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t count = w4a16_wgmma_tiles(a, tokens) - a.split_from_tile;
+  const int cols = a.silu_gate ? kRowsPerBlock / 2 : kRowsPerBlock;
+  const int64_t tile_floats = int64_t{tokens} * kRowsPerBlock, split_floats = count * tile_floats;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count * tokens * cols;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int col = static_cast<int>(i % cols), local = static_cast<int>(i / cols % tokens);
+    const int64_t slot = i / cols / tokens, tile = a.split_from_tile + slot;
+    const int64_t token = tile / n_tiles * tokens + local, out = tile % n_tiles * cols + col;
+    if (token >= a.m || out >= (a.silu_gate ? a.n / 2 : a.n)) continue;
+    const float* p = a.partials + slot * tile_floats + int64_t{local} * kRowsPerBlock;
+    auto sum = [&](int r, int64_t bias_row) {
+      float v = a.bias != nullptr ? load_one(a.bias, a.bias_type, bias_row) : 0.0f;
+      for (int s = 0; s < a.num_splits; ++s) v += p[s * split_floats + r];
+      return v;
+    };
+    float v;
+    if (a.silu_gate) {  // feature col: gate row 64 wg + 16 warp + g, up 8 past it (store_partials)
+      const int r = 64 * (col / 32) + 16 * (col % 32 / 8) + col % 8;
+      v = silu_times(sum(r, out), sum(r + 8, a.n / 2 + out));
+    } else {
+      v = sum(col, out);
+    }
+    store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, out, v);
+  }
 }
 
 // silu_gate: instantiated for the direct-x configurations only (w4a16_wgmma_fuses_silu_gate).
@@ -491,49 +484,7 @@ void launch_index(const W4A16Args& a, const CUtensorMap& map, int index, cudaStr
   }
 }
 
-// K in splits while the (N, M) tiles of `tokens` tokens leave SMs idle, each split at least
-// kW4A16WgmmaMinChunksPerSplit chunks of 128.
-struct SplitPlan {
-  int64_t tiles, per_split, splits;
-};
-SplitPlan split_plan(const W4A16Args& a, int tokens, int num_sms) {
-  const int64_t tiles = ((a.n + kRowsPerBlock - 1) / kRowsPerBlock) * ((a.m + tokens - 1) / tokens);
-  const int64_t chunks = a.k / kChunkK;
-  int64_t splits = 1;
-  if (tiles < num_sms) {
-    splits = std::clamp<int64_t>(num_sms / tiles, 1, std::max<int64_t>(1, chunks / kW4A16WgmmaMinChunksPerSplit));
-  }
-  const int64_t per_split = (chunks + splits - 1) / splits;
-  return {tiles, per_split, (chunks + per_split - 1) / per_split};
-}
-
-// The estimated time of configuration `index` (w4a16_heuristics.h, kW4A16WgmmaWaveChoiceMinRows).
-double plan_us(const W4A16Args& a, int index, int num_sms) {
-  const int tokens = kW4A16WgmmaConfigs[index].tokens;
-  const SplitPlan p = split_plan(a, tokens, num_sms);
-  const int64_t waves = (p.tiles * p.splits + num_sms - 1) / num_sms;
-  double us = static_cast<double>(waves * p.per_split) * w4a16_wgmma_chunk_us(tokens);
-  if (p.splits > 1) us += kW4A16WgmmaSplitUs + 8.0 * p.splits * a.m * a.n / kW4A16WgmmaPartialBytesPerUs;
-  return us;
-}
-
 }  // namespace
-
-void w4a16_wgmma_plan(W4A16Args& a, int num_sms) {
-  int index = w4a16_wgmma_config_index(a.m, a.group_size);
-  if (w4a16_wgmma_config_override < 0 && a.m > kW4A16WgmmaWaveChoiceMinRows) {
-    const int fewer = w4a16_wgmma_config_index(kW4A16WgmmaWaveChoiceMinRows, a.group_size);  // 128 tokens
-    if (plan_us(a, fewer, num_sms) < plan_us(a, index, num_sms)) index = fewer;
-  }
-  const SplitPlan p = split_plan(a, kW4A16WgmmaConfigs[index].tokens, num_sms);
-  a.wgmma_config = index;
-  a.k_per_split = p.per_split * kChunkK;
-  a.num_splits = static_cast<int>(p.splits);
-}
-
-bool w4a16_wgmma_fuses_silu_gate(int m, int64_t n, int group_size) {
-  return (n / 2) % 16 == 0 && !kW4A16WgmmaConfigs[w4a16_wgmma_config_index(m, group_size)].permuted_x;
-}
 
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
@@ -557,7 +508,12 @@ void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
     launch_index<FloatType::kBF16, 0>(a, map, index, stream);
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
-  if (a.num_splits > 1) launch_w4a16_reduce(a, stream);
+  if (a.num_splits > 1) {
+    const int64_t outputs = (w4a16_wgmma_tiles(a, cfg.tokens) - a.split_from_tile) * cfg.tokens * kRowsPerBlock;
+    const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((outputs + 255) / 256, 1, 4096));
+    launch_pdl(w4a16_wgmma_reduce_kernel, dim3(blocks), dim3(256), 0, stream, a, cfg.tokens);
+    BRISK_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 }  // namespace brisk::cuda

@@ -12,10 +12,23 @@
 
 namespace brisk::cuda {
 
-// wgmma_config, k_per_split and num_splits for these sizes on a GPU of num_sms multiprocessors
-// (splits only while the (N, M) tiles leave SMs idle; the partials then go through
-// launch_w4a16_reduce).
+// A block's weight rows (two consumer warpgroups of 64, the wgmma's M) and the K values of one
+// pipeline stage (a chunk).
+inline constexpr int kW4A16WgmmaBlockRows = 128;
+inline constexpr int kW4A16WgmmaChunkK = 128;
+// The (N, M) tiles of a block each at `tokens` tokens a block, N tile fastest: tile i covers
+// rows 128 (i % N tiles) .. and tokens tokens * (i / N tiles) ...
+__host__ __device__ inline int64_t w4a16_wgmma_tiles(const W4A16Args& a, int tokens) {
+  return (a.n + kW4A16WgmmaBlockRows - 1) / kW4A16WgmmaBlockRows * ((a.m + tokens - 1) / tokens);
+}
+
+// wgmma_config, split_from_tile, k_per_split and num_splits for these sizes on a GPU of num_sms
+// multiprocessors: the (N, M) tiles of the last partial wave (all of them when they fill less
+// than one) split over K where the estimate says so (w4a16_heuristics.h).
 void w4a16_wgmma_plan(W4A16Args& a, int num_sms);
+// The floats of a.partials a planned launch needs: for each K split, the split tiles' fp32 sums,
+// [tokens][128 rows] a tile (0 without splits). A second kernel sums them into y.
+int64_t w4a16_wgmma_partial_floats(const W4A16Args& a);
 
 // y (or the fp32 partials) = x * dequant(w)^T: x f16 or bf16 with rows 16-byte aligned, qweight
 // in Int4Layout::kTiles16 (n % 16 == 0), k % 128 == 0, group_size a multiple of 32, scales and
