@@ -125,7 +125,7 @@ struct BlockWork {
   int m_tile, split;
 };
 __device__ __forceinline__ BlockWork block_work(const W4A16Args& a, int tokens) {
-  const int64_t n_tiles = (a.n + kRowsPerBlock - 1) / kRowsPerBlock, b = blockIdx.x;
+  const int64_t n_tiles = w4a16_wgmma_n_tiles(a), b = blockIdx.x;
   const int64_t tiles = w4a16_wgmma_tiles(a, tokens), first = a.split_from_tile;
   BlockWork w{b, 0, -1, 0, 0};
   if (a.num_splits > 1 && b >= first) {
@@ -429,7 +429,7 @@ void launch_kernel(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stre
 __global__ void w4a16_wgmma_reduce_kernel(const W4A16Args a, int tokens) {
   pdl_wait();  // the partials of the kernel before
   pdl_release();
-  const int64_t n_tiles = (a.n + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t n_tiles = w4a16_wgmma_n_tiles(a);
   const int64_t count = w4a16_wgmma_tiles(a, tokens) - a.split_from_tile;
   const int cols = a.silu_gate ? kRowsPerBlock / 2 : kRowsPerBlock;
   const int64_t tile_floats = int64_t{tokens} * kRowsPerBlock, split_floats = count * tile_floats;
@@ -509,7 +509,7 @@ void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
   if (a.num_splits > 1) {
-    const int64_t outputs = (w4a16_wgmma_tiles(a, cfg.tokens) - a.split_from_tile) * cfg.tokens * kRowsPerBlock;
+    const int64_t outputs = w4a16_wgmma_partial_floats(a) / a.num_splits;  // one split's
     const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((outputs + 255) / 256, 1, 4096));
     launch_pdl(w4a16_wgmma_reduce_kernel, dim3(blocks), dim3(256), 0, stream, a, cfg.tokens);
     BRISK_CUDA_CHECK(cudaGetLastError());

@@ -18,8 +18,11 @@ inline constexpr int kW4A16WgmmaBlockRows = 128;
 inline constexpr int kW4A16WgmmaChunkK = 128;
 // The (N, M) tiles of a block each at `tokens` tokens a block, N tile fastest: tile i covers
 // rows 128 (i % N tiles) .. and tokens tokens * (i / N tiles) ...
+__host__ __device__ inline int64_t w4a16_wgmma_n_tiles(const W4A16Args& a) {
+  return (a.n + kW4A16WgmmaBlockRows - 1) / kW4A16WgmmaBlockRows;
+}
 __host__ __device__ inline int64_t w4a16_wgmma_tiles(const W4A16Args& a, int tokens) {
-  return (a.n + kW4A16WgmmaBlockRows - 1) / kW4A16WgmmaBlockRows * ((a.m + tokens - 1) / tokens);
+  return w4a16_wgmma_n_tiles(a) * ((a.m + tokens - 1) / tokens);
 }
 
 // wgmma_config, split_from_tile, k_per_split and num_splits for these sizes on a GPU of num_sms
