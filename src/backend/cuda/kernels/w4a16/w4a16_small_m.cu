@@ -150,16 +150,15 @@ __global__ void w4a16_reduce_kernel(W4A16Args a) {
   pdl_release();
   const int64_t total = int64_t{a.m} * a.n;
   const int64_t cols = a.silu_gate ? a.n / 2 : a.n;
-  auto sum_of = [&](int64_t r, int64_t n) {
-    float sum = a.bias != nullptr ? load_one(a.bias, a.bias_type, n) : 0.0f;
-    for (int s = 0; s < a.num_splits; ++s) sum += a.partials[int64_t{s} * total + r * a.n + n];
+  const int64_t r = blockIdx.y, n = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;  // row, output
+  if (n >= cols) return;
+  auto sum_of = [&](int64_t col) {
+    float sum = a.bias != nullptr ? load_one(a.bias, a.bias_type, col) : 0.0f;
+    for (int s = 0; s < a.num_splits; ++s) sum += a.partials[int64_t{s} * total + r * a.n + col];
     return sum;
   };
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < a.m * cols; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / cols, n = i % cols;
-    const float v = a.silu_gate ? silu_times(sum_of(r, n), sum_of(r, cols + n)) : sum_of(r, n);
-    store_one(row_ptr(a.y, a.y_type, r, a.y_stride), a.y_type, n, v);
-  }
+  const float v = a.silu_gate ? silu_times(sum_of(n), sum_of(cols + n)) : sum_of(n);
+  store_one(row_ptr(a.y, a.y_type, r, a.y_stride), a.y_type, n, v);
 }
 
 // The word (8 values) of row n at K offset k0 (a multiple of 8) of a weight with num_rows rows:
@@ -246,9 +245,11 @@ void launch_w4a16_small_m(const W4A16Args& a, cudaStream_t stream) {
 }
 
 void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream) {
-  const int64_t total = int64_t{a.m} * a.n;
-  const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((total + 255) / 256, 1, 4096));
-  launch_pdl(w4a16_reduce_kernel, dim3(blocks), dim3(256), 0, stream, a);
+  // One block row per row of y (M <= kW4A16MmaMultiPassMaxRows here), 256 outputs a block.
+  const int64_t cols = a.silu_gate ? a.n / 2 : a.n;
+  if (a.m > 65535) check(cudaErrorInvalidValue, "w4a16 reduce: more rows than a grid's y", __FILE__, __LINE__);
+  const dim3 grid(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>(a.m));
+  launch_pdl(w4a16_reduce_kernel, grid, dim3(256), 0, stream, a);
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -425,35 +425,37 @@ void launch_kernel(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stre
 }
 
 // y from the partials of the split tiles (block_work): sum of the splits, + bias, silu_gate's
-// silu(gate) * up; one thread an output (a tile's row or silu_gate's feature) and token.
-__global__ void w4a16_wgmma_reduce_kernel(const W4A16Args a, int tokens) {
+// silu(gate) * up. Block (x, y) takes 256 of split tile y's outputs (a tile's row or silu_gate's
+// feature, and token), thread by thread along the rows: the tile's place is worked out once a
+// block, a thread's in 32 bits with constant divisors (64-bit divisions by runtime values in
+// every thread made this kernel instruction-bound: 8 us for down's 32 tiles of 64 tokens).
+constexpr int kReduceThreads = 256;
+template <bool kSiluGate>
+__global__ void __launch_bounds__(kReduceThreads) w4a16_wgmma_reduce_kernel(const W4A16Args a, int tokens) {
   pdl_wait();  // the partials of the kernel before
   pdl_release();
-  const int64_t n_tiles = w4a16_wgmma_n_tiles(a);
-  const int64_t count = w4a16_wgmma_tiles(a, tokens) - a.split_from_tile;
-  const int cols = a.silu_gate ? kRowsPerBlock / 2 : kRowsPerBlock;
-  const int64_t tile_floats = int64_t{tokens} * kRowsPerBlock, split_floats = count * tile_floats;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count * tokens * cols;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const int col = static_cast<int>(i % cols), local = static_cast<int>(i / cols % tokens);
-    const int64_t slot = i / cols / tokens, tile = a.split_from_tile + slot;
-    const int64_t token = tile / n_tiles * tokens + local, out = tile % n_tiles * cols + col;
-    if (token >= a.m || out >= (a.silu_gate ? a.n / 2 : a.n)) continue;
-    const float* p = a.partials + slot * tile_floats + int64_t{local} * kRowsPerBlock;
-    auto sum = [&](int r, int64_t bias_row) {
-      float v = a.bias != nullptr ? load_one(a.bias, a.bias_type, bias_row) : 0.0f;
-      for (int s = 0; s < a.num_splits; ++s) v += p[s * split_floats + r];
-      return v;
-    };
-    float v;
-    if (a.silu_gate) {  // feature col: gate row 64 wg + 16 warp + g, up 8 past it (store_partials)
-      const int r = 64 * (col / 32) + 16 * (col % 32 / 8) + col % 8;
-      v = silu_times(sum(r, out), sum(r + 8, a.n / 2 + out));
-    } else {
-      v = sum(col, out);
-    }
-    store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, out, v);
+  constexpr int kCols = kSiluGate ? kRowsPerBlock / 2 : kRowsPerBlock;
+  const int64_t n_tiles = w4a16_wgmma_n_tiles(a), slot = blockIdx.y, tile = a.split_from_tile + slot;
+  const int index = static_cast<int>(blockIdx.x) * kReduceThreads + static_cast<int>(threadIdx.x);
+  const int col = index % kCols, local = index / kCols;
+  const int64_t token = tile / n_tiles * tokens + local, out = tile % n_tiles * kCols + col;
+  if (local >= tokens || token >= a.m || out >= (kSiluGate ? a.n / 2 : a.n)) return;
+  const int64_t tile_floats = int64_t{tokens} * kRowsPerBlock;
+  const int64_t split_floats = (w4a16_wgmma_tiles(a, tokens) - a.split_from_tile) * tile_floats;
+  const float* p = a.partials + slot * tile_floats + local * kRowsPerBlock;
+  auto sum = [&](int r, int64_t bias_row) {
+    float v = a.bias != nullptr ? load_one(a.bias, a.bias_type, bias_row) : 0.0f;
+    for (int s = 0; s < a.num_splits; ++s) v += p[s * split_floats + r];
+    return v;
+  };
+  float v;
+  if constexpr (kSiluGate) {  // feature col: gate row 64 wg + 16 warp + g, up 8 past it (store_partials)
+    const int r = 64 * (col / 32) + 16 * (col % 32 / 8) + col % 8;
+    v = silu_times(sum(r, out), sum(r + 8, a.n / 2 + out));
+  } else {
+    v = sum(col, out);
   }
+  store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, out, v);
 }
 
 // silu_gate: instantiated for the direct-x configurations only (w4a16_wgmma_fuses_silu_gate).
@@ -509,9 +511,14 @@ void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
   if (a.num_splits > 1) {
-    const int64_t outputs = w4a16_wgmma_partial_floats(a) / a.num_splits;  // one split's
-    const unsigned blocks = static_cast<unsigned>(std::clamp<int64_t>((outputs + 255) / 256, 1, 4096));
-    launch_pdl(w4a16_wgmma_reduce_kernel, dim3(blocks), dim3(256), 0, stream, a, cfg.tokens);
+    const int64_t split_tiles = w4a16_wgmma_tiles(a, cfg.tokens) - a.split_from_tile;
+    const int cols = a.silu_gate ? kRowsPerBlock / 2 : kRowsPerBlock;
+    const dim3 grid((cfg.tokens * cols + kReduceThreads - 1) / kReduceThreads, static_cast<unsigned>(split_tiles));
+    if (a.silu_gate) {
+      launch_pdl(w4a16_wgmma_reduce_kernel<true>, grid, dim3(kReduceThreads), 0, stream, a, cfg.tokens);
+    } else {
+      launch_pdl(w4a16_wgmma_reduce_kernel<false>, grid, dim3(kReduceThreads), 0, stream, a, cfg.tokens);
+    }
     BRISK_CUDA_CHECK(cudaGetLastError());
   }
 }
