@@ -218,7 +218,11 @@ inline constexpr W4A16WgmmaRule kW4A16WgmmaRules[] = {{64, 4}, {128, 2}, {1 << 3
 // 77.4; down M 1280 293.1 / 215.0, M 1536 298.0 / 262.1; no change where the estimate keeps whole
 // tiles (qkv M 1024 89.6 / 89.7). Beyond the waves' chunk times, those splits cost 9-19 us where
 // the two constants below (fitted where every tile splits) give 16-26: the plan splits a little
-// less often than it could.
+// less often than it could. Re-checked 2026-12-03 (session 19) after the reductions lost their
+// 64-bit divisions (qkv M 128 28.3 -> 25.4 us, o_proj M 256 31.5 -> 27.7, down M 256 60.3 ->
+// 55.8): against each configuration forced with and without the split, the plan's choice was
+// within 0.5% of the fastest on qkv M 512-1024, o_proj M 768 and 1280, down M 768 and 1280 and
+// gate_up M 1024, and 1.8% off on gate_up M 512 (184.7 against 181.5 split): constants kept.
 inline constexpr int kW4A16WgmmaWaveChoiceMinRows = 128;
 inline constexpr double w4a16_wgmma_chunk_us(int tokens) { return tokens >= 256 ? 1.47 : 0.92 * tokens / 128.0; }
 inline constexpr double kW4A16WgmmaSplitUs = 10.0;

@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(kThreads) w4a16_small_m_kernel(W4A16Args a) {
 }
 
 // y[r, n] = sum over splits of partials + bias (with silu_gate: of gate column n and up column
-// n + N / 2, then silu(gate) * up).
+// n + N / 2, then silu(gate) * up); block (x, y): 256 outputs of row y.
 __global__ void w4a16_reduce_kernel(W4A16Args a) {
   pdl_wait();  // the partials of the kernel before
   pdl_release();
@@ -245,7 +245,8 @@ void launch_w4a16_small_m(const W4A16Args& a, cudaStream_t stream) {
 }
 
 void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream) {
-  // One block row per row of y (M <= kW4A16MmaMultiPassMaxRows here), 256 outputs a block.
+  // A row of blocks for each row of y (the kernels that split take at most
+  // kW4A16MmaMultiPassMaxRows rows), 256 outputs a block.
   const int64_t cols = a.silu_gate ? a.n / 2 : a.n;
   if (a.m > 65535) check(cudaErrorInvalidValue, "w4a16 reduce: more rows than a grid's y", __FILE__, __LINE__);
   const dim3 grid(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>(a.m));

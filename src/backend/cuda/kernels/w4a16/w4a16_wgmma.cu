@@ -426,13 +426,16 @@ void launch_kernel(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stre
 
 // y from the partials of the split tiles (block_work): sum of the splits, + bias, silu_gate's
 // silu(gate) * up. Block (x, y) takes 256 of split tile y's outputs (a tile's row or silu_gate's
-// feature, and token), thread by thread along the rows: the tile's place is worked out once a
-// block, a thread's in 32 bits with constant divisors (64-bit divisions by runtime values in
-// every thread made this kernel instruction-bound: 8 us for down's 32 tiles of 64 tokens).
+// feature, and token), thread by thread along the rows: one division for the tile's place, a
+// thread's within it in 32 bits by constants (a grid-stride loop with five 64-bit divisions by
+// runtime values an output made this kernel instruction-bound: under ncu 8.1 us for down's 32
+// tiles of 64 tokens at M 64, now 5.3).
 constexpr int kReduceThreads = 256;
 template <bool kSiluGate>
 __global__ void __launch_bounds__(kReduceThreads) w4a16_wgmma_reduce_kernel(const W4A16Args a, int tokens) {
-  pdl_wait();  // the partials of the kernel before
+  // The partials of the kernel before; then the next kernel may launch at once (released after
+  // the loop instead, or without programmatic launch: 0.4-2 us slower at M 32-256, 2026-12-03).
+  pdl_wait();
   pdl_release();
   constexpr int kCols = kSiluGate ? kRowsPerBlock / 2 : kRowsPerBlock;
   const int64_t n_tiles = w4a16_wgmma_n_tiles(a), slot = blockIdx.y, tile = a.split_from_tile + slot;
