@@ -431,20 +431,21 @@ void launch_kernel(const W4A16Args& a, const CUtensorMap& map, cudaStream_t stre
 // runtime values an output made this kernel instruction-bound: under ncu 8.1 us for down's 32
 // tiles of 64 tokens at M 64, now 5.3).
 constexpr int kReduceThreads = 256;
+constexpr int reduce_cols(bool silu_gate) { return silu_gate ? kRowsPerBlock / 2 : kRowsPerBlock; }
 template <bool kSiluGate>
 __global__ void __launch_bounds__(kReduceThreads) w4a16_wgmma_reduce_kernel(const W4A16Args a, int tokens) {
   // The partials of the kernel before; then the next kernel may launch at once (released after
   // the loop instead, or without programmatic launch: 0.4-2 us slower at M 32-256, 2026-12-03).
   pdl_wait();
   pdl_release();
-  constexpr int kCols = kSiluGate ? kRowsPerBlock / 2 : kRowsPerBlock;
+  constexpr int kCols = reduce_cols(kSiluGate);
   const int64_t n_tiles = w4a16_wgmma_n_tiles(a), slot = blockIdx.y, tile = a.split_from_tile + slot;
   const int index = static_cast<int>(blockIdx.x) * kReduceThreads + static_cast<int>(threadIdx.x);
   const int col = index % kCols, local = index / kCols;
   const int64_t token = tile / n_tiles * tokens + local, out = tile % n_tiles * kCols + col;
   if (local >= tokens || token >= a.m || out >= (kSiluGate ? a.n / 2 : a.n)) return;
   const int64_t tile_floats = int64_t{tokens} * kRowsPerBlock;
-  const int64_t split_floats = (w4a16_wgmma_tiles(a, tokens) - a.split_from_tile) * tile_floats;
+  const int64_t split_floats = int64_t{gridDim.y} * tile_floats;  // one split of every split tile
   const float* p = a.partials + slot * tile_floats + local * kRowsPerBlock;
   auto sum = [&](int r, int64_t bias_row) {
     float v = a.bias != nullptr ? load_one(a.bias, a.bias_type, bias_row) : 0.0f;
@@ -515,8 +516,8 @@ void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream) {
   BRISK_CUDA_CHECK(cudaGetLastError());
   if (a.num_splits > 1) {
     const int64_t split_tiles = w4a16_wgmma_tiles(a, cfg.tokens) - a.split_from_tile;
-    const int cols = a.silu_gate ? kRowsPerBlock / 2 : kRowsPerBlock;
-    const dim3 grid((cfg.tokens * cols + kReduceThreads - 1) / kReduceThreads, static_cast<unsigned>(split_tiles));
+    const dim3 grid((cfg.tokens * reduce_cols(a.silu_gate) + kReduceThreads - 1) / kReduceThreads,
+                    static_cast<unsigned>(split_tiles));
     if (a.silu_gate) {
       launch_pdl(w4a16_wgmma_reduce_kernel<true>, grid, dim3(kReduceThreads), 0, stream, a, cfg.tokens);
     } else {
