@@ -148,8 +148,7 @@ __global__ void __launch_bounds__(kThreads) w4a16_small_m_kernel(W4A16Args a) {
 __global__ void w4a16_reduce_kernel(W4A16Args a) {
   pdl_wait();  // the partials of the kernel before
   pdl_release();
-  const int64_t total = int64_t{a.m} * a.n;
-  const int64_t cols = a.silu_gate ? a.n / 2 : a.n;
+  const int64_t total = int64_t{a.m} * a.n, cols = w4a16_y_cols(a);
   const int64_t r = blockIdx.y, n = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;  // row, output
   if (n >= cols) return;
   auto sum_of = [&](int64_t col) {
@@ -247,9 +246,8 @@ void launch_w4a16_small_m(const W4A16Args& a, cudaStream_t stream) {
 void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream) {
   // A row of blocks for each row of y (the kernels that split take at most
   // kW4A16MmaMultiPassMaxRows rows), 256 outputs a block.
-  const int64_t cols = a.silu_gate ? a.n / 2 : a.n;
   if (a.m > 65535) check(cudaErrorInvalidValue, "w4a16 reduce: more rows than a grid's y", __FILE__, __LINE__);
-  const dim3 grid(static_cast<unsigned>((cols + 255) / 256), static_cast<unsigned>(a.m));
+  const dim3 grid(static_cast<unsigned>((w4a16_y_cols(a) + 255) / 256), static_cast<unsigned>(a.m));
   launch_pdl(w4a16_reduce_kernel, grid, dim3(256), 0, stream, a);
   BRISK_CUDA_CHECK(cudaGetLastError());
 }

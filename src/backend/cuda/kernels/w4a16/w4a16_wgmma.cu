@@ -443,7 +443,7 @@ __global__ void __launch_bounds__(kReduceThreads) w4a16_wgmma_reduce_kernel(cons
   const int index = static_cast<int>(blockIdx.x) * kReduceThreads + static_cast<int>(threadIdx.x);
   const int col = index % kCols, local = index / kCols;
   const int64_t token = tile / n_tiles * tokens + local, out = tile % n_tiles * kCols + col;
-  if (local >= tokens || token >= a.m || out >= (kSiluGate ? a.n / 2 : a.n)) return;
+  if (local >= tokens || token >= a.m || out >= w4a16_y_cols(a)) return;
   const int64_t tile_floats = int64_t{tokens} * kRowsPerBlock;
   const int64_t split_floats = int64_t{gridDim.y} * tile_floats;  // one split of every split tile
   const float* p = a.partials + slot * tile_floats + local * kRowsPerBlock;
