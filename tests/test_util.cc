@@ -79,6 +79,7 @@ std::vector<RequestResult> collect_samples(RequestStream& stream, int32_t num_sa
     if (event->index < 0 || event->index >= num_samples || finished[event->index])
       throw std::runtime_error("event for sample " + std::to_string(event->index) + " out of range or after its end");
     RequestResult& result = results[event->index];
+    result.text += event->text;
     if (event->kind == RequestEvent::Kind::kToken) {
       result.tokens.push_back(event->token);
       result.logprobs.push_back(event->logprob);

@@ -28,6 +28,7 @@ struct RequestResult {
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
   std::vector<std::vector<TokenLogprob>> top_logprobs;  // per token
+  std::string text;  // of every event, the terminal one's included
   FinishReason finish_reason = FinishReason::kError;
   std::string error;
   int64_t num_cached_prompt_tokens = 0;

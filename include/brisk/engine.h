@@ -33,6 +33,8 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   // Run every step op by op; otherwise pure decode steps replay CUDA graphs (on the GPU).
   bool enforce_eager = false;
+  // Time every step (device time by fences, host time by the clock): Engine::step_profile().
+  bool profile_steps = false;
   // Called while weights load, after each layer (a progress bar); may be empty.
   std::function<void(int64_t num_layers_done, int64_t num_layers)> on_load_progress;
 };
@@ -129,6 +131,28 @@ struct EngineStats {
   int64_t kv_capacity_tokens = 0;
 };
 
+// Where one kind of step spends its time (EngineOptions::profile_steps).
+struct StepKindProfile {
+  int64_t num_steps = 0;
+  int64_t num_tokens = 0;       // tokens computed: prompt chunks and decodes
+  double device_s = 0;          // device time from the step's first queued op to its last
+  double host_prepare_s = 0;    // scheduling the step and queuing its work
+  double host_wait_s = 0;       // the engine thread blocked on the step's results
+  double flops = 0;             // model FLOPs: linear layers, attention, the sampled rows' lm_head
+};
+
+struct StepProfile {
+  StepKindProfile decode;       // every sequence computes one token it sampled
+  StepKindProfile mixed;        // prompt chunks and decodes
+  StepKindProfile prefill;      // prompt chunks only
+  double device_idle_s = 0;     // device time between consecutive steps while the engine had work
+  double host_process_s = 0;    // sampled tokens to events: stop checks, detokenizing, streams
+  // Steps queued while the previous one was still running (the loop's overlap), and steps that
+  // waited for the previous one first (penalties need every output token on the host).
+  int64_t num_overlapped_steps = 0;
+  int64_t num_synchronous_steps = 0;
+};
+
 class Engine {
  public:
   // Loads the model and sizes the KV cache; throws Error naming what is wrong.
@@ -140,6 +164,8 @@ class Engine {
   // Ends the request with kCancelled (if it has not finished) and frees its KV blocks.
   virtual void cancel(uint64_t request_id) = 0;
   virtual EngineStats stats() const = 0;
+  // Totals since start-up; all zero unless EngineOptions::profile_steps.
+  virtual StepProfile step_profile() const = 0;
   virtual int64_t vocab_size() const = 0;
   // True when the model folder has a tokenizer: events then carry text and `stop` works.
   virtual bool has_tokenizer() const = 0;

@@ -148,6 +148,25 @@ struct TopLogprobsParams {
   TensorView out_logprobs{};  // [num_seqs, k] f32
 };
 
+// Feeds tokens sampled by one step into the inputs of the next without a trip through the host:
+// ids[dst[j]] = sampled[src[j]] for every pair j with dst[j] >= 0.
+struct FeedTokensParams {
+  TensorView ids{};      // [num_tokens] i32, updated in place
+  TensorView dst{};      // [num_pairs] i32: index into ids; < 0 skips the pair
+  TensorView src{};      // [num_pairs] i32: index into sampled
+  TensorView sampled{};  // [num_sampled] i32
+};
+
+// A point in a backend's queue of work, for waiting on it and timing it.
+class Fence {
+ public:
+  virtual ~Fence() = default;
+  // Blocks until everything queued before the fence has run.
+  virtual void wait() = 0;
+  // Seconds of device time from `earlier` to this fence; both must have been waited for.
+  virtual double seconds_since(const Fence& earlier) const = 0;
+};
+
 // A recorded sequence of ops that replays as one launch (a CUDA graph). A replay repeats the
 // recorded ops on the same memory: inputs must be refilled in place before each replay, and the
 // recorded ops' temporaries stay reserved for the graph.
@@ -170,6 +189,15 @@ class Backend {
 
   // Copies between views of equal dtype and shape (contiguous), across host and device.
   virtual void copy(TensorView dst, TensorView src) = 0;
+  // Host memory that device work can copy into without the host waiting (pinned on a GPU).
+  virtual Allocator& host_allocator() { return cpu_allocator(); }
+  // As copy(), but a device-to-host copy into host_allocator() memory returns at once: dst holds
+  // the data once a fence recorded after this call has been waited for. Host-to-device copies
+  // return once src may be reused, as with copy().
+  virtual void copy_async(TensorView dst, TensorView src) { copy(dst, src); }
+  // Marks the work queued so far. Where ops run synchronously (the CPU) it is done at once and
+  // times the host clock.
+  virtual std::unique_ptr<Fence> record_fence();
   // Converts src into dst's dtype (same shape, contiguous, both in this backend's memory).
   virtual void convert(TensorView dst, TensorView src) = 0;
   virtual void synchronize() = 0;
@@ -195,6 +223,7 @@ class Backend {
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void sample(const SampleParams& p) = 0;
   virtual void top_logprobs(const TopLogprobsParams& p) = 0;
+  virtual void feed_tokens(const FeedTokensParams& p) = 0;
 
   // Runs `ops` once (which also warms up their plans and temporaries), then records them into a
   // graph. Null where graphs are not supported (the CPU); ops must then run eagerly.

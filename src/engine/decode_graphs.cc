@@ -1,6 +1,9 @@
 #include "engine/decode_graphs.h"
 
 #include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 
@@ -8,15 +11,15 @@ namespace brisk {
 
 std::unique_ptr<DecodeGraphs> DecodeGraphs::create(LlamaModel& model, KvCache& cache, int64_t max_num_seqs) {
   std::unique_ptr<DecodeGraphs> graphs(new DecodeGraphs(model, cache, max_num_seqs));
-  // Probe by recording bucket 1 on padding inputs (they write no KV): a backend without graphs
-  // records nothing.
-  std::fill(graphs->host_inputs_.begin() + graphs->offset_[kSlots], graphs->host_inputs_.begin() + graphs->offset_[kQueryStart], -1);
-  ForwardBatch batch = graphs->batch_for(1);
-  Backend& backend = model.backend();
-  backend.copy(graphs->inputs_, TensorView(graphs->host_inputs_.data(), DType::kI32, {graphs->offset_[kNumFields]}));
-  auto graph = backend.record_graph([&] { model.forward(batch, cache, graphs->logits_.view().slice(0, 0, 1)); });
-  if (!graph) return nullptr;
-  graphs->graphs_[1] = std::move(graph);
+  // Every bucket is recorded now, on padding inputs (they write no KV), so that no step waits for
+  // a recording. The first one probes: a backend without graphs records nothing.
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t bucket : graphs->buckets_) {
+    graphs->fill({}, bucket);
+    if (!graphs->record(bucket)) return nullptr;
+  }
+  spdlog::info("recorded {} decode step graphs (batches of 1 to {}) in {:.2f} s", graphs->buckets_.size(),
+               graphs->max_seqs_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return graphs;
 }
 
@@ -64,10 +67,13 @@ bool DecodeGraphs::covers(const std::vector<SequenceChunk>& chunks) const {
   });
 }
 
-TensorView DecodeGraphs::run(const std::vector<SequenceChunk>& chunks) {
+ForwardBatch DecodeGraphs::prepare(const std::vector<SequenceChunk>& chunks) {
   BRISK_ASSERT(covers(chunks));
+  return fill(chunks, bucket_for(static_cast<int64_t>(chunks.size())));
+}
+
+ForwardBatch DecodeGraphs::fill(const std::vector<SequenceChunk>& chunks, int64_t bucket) {
   const int64_t num_seqs = static_cast<int64_t>(chunks.size());
-  const int64_t bucket = bucket_for(num_seqs);
   const int block_size = cache_.block_size();
   int32_t* in = host_inputs_.data();
   for (int64_t s = 0; s < bucket; ++s) {
@@ -90,13 +96,18 @@ TensorView DecodeGraphs::run(const std::vector<SequenceChunk>& chunks) {
   const int64_t used = offset_[kBlockTables] + bucket * max_blocks_per_seq_;
   Backend& backend = model_.backend();
   backend.copy(inputs_.view().slice(0, 0, used), TensorView(host_inputs_.data(), DType::kI32, {used}));
+  return batch_for(bucket);
+}
+
+bool DecodeGraphs::record(int64_t bucket) {
+  const ForwardBatch batch = batch_for(bucket);
   TensorView logits = logits_.view().slice(0, 0, bucket);
-  auto& graph = graphs_[bucket];
-  if (!graph) {
-    const ForwardBatch batch = batch_for(bucket);
-    graph = backend.record_graph([&] { model_.forward(batch, cache_, logits); });
-  }
-  graph->replay();
+  graphs_[bucket] = model_.backend().record_graph([&] { model_.forward(batch, cache_, logits); });
+  return graphs_[bucket] != nullptr;
+}
+
+TensorView DecodeGraphs::replay(int64_t num_seqs) {
+  graphs_.at(bucket_for(num_seqs))->replay();
   return logits_.view().slice(0, 0, num_seqs);
 }
 

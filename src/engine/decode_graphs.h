@@ -1,6 +1,5 @@
 // Pure decode steps (every sequence computes one new token and samples) replayed from recorded
-// graphs, one per batch-size bucket (1, 2, 4, 8, then multiples of 8), recorded the first time
-// a bucket is needed. A step of b sequences runs in the smallest bucket >= b; the padding rows
+// graphs, one per batch-size bucket (1, 2, 4, 8, then multiples of 8), all recorded at start-up. A step of b sequences runs in the smallest bucket >= b; the padding rows
 // write no KV (slot -1) and their logits are ignored. Graphs read their inputs from one fixed
 // device buffer, refilled by one host-to-device copy per step, and attention is recorded with
 // the model's maximum context as its upper bound, so any context length replays correctly.
@@ -23,12 +22,20 @@ class DecodeGraphs {
 
   // Whether the step is a pure decode step that fits the largest bucket.
   bool covers(const std::vector<SequenceChunk>& chunks) const;
-  // Runs the step; returns its logits, [num_seqs, vocab] f32, valid until the next call.
-  TensorView run(const std::vector<SequenceChunk>& chunks);
+  // Fills the graph inputs with the step's; returns the batch view of them that the graph reads
+  // (its token ids may still be changed on the device before replay).
+  ForwardBatch prepare(const std::vector<SequenceChunk>& chunks);
+  // Replays the graph of the prepared step; returns its logits, [num_seqs, vocab] f32, valid
+  // until the next replay.
+  TensorView replay(int64_t num_seqs);
 
  private:
   DecodeGraphs(LlamaModel& model, KvCache& cache, int64_t max_num_seqs);
   int64_t bucket_for(int64_t num_seqs) const;
+  // Fills and uploads the bucket's inputs: the chunks' rows, then padding rows.
+  ForwardBatch fill(const std::vector<SequenceChunk>& chunks, int64_t bucket);
+  // Records the bucket's graph on its current inputs; false where the backend has no graphs.
+  bool record(int64_t bucket);
   // The bucket's views into the input buffer (fixed addresses, as the graphs need).
   ForwardBatch batch_for(int64_t bucket) const;
 

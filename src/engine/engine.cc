@@ -1,5 +1,8 @@
 // The engine: a request queue fed by any thread, and one engine thread that owns the model, the
-// KV cache and every request's state, stepping schedule -> forward -> sample -> stop checks.
+// KV cache and every request's state. The thread keeps one step ahead of the device: it schedules
+// and queues step N+1 (whose decodes take step N's sampled tokens on the device), then waits for
+// step N's tokens and runs the stop checks and streams while the device computes step N+1. A
+// sequence that stops at step N has therefore computed one token more; that token is dropped.
 #include "brisk/engine.h"
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/step_profiler.h"
 #include "kv/kv_budget.h"
 #include "tokenizer/tokenizer.h"
 
@@ -63,6 +67,10 @@ void EventQueue::push(RequestEvent event) {
 
 namespace {
 
+bool has_penalties(const SamplingRow& row) {
+  return row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f || row.presence_penalty != 0.0f;
+}
+
 RequestEvent finished_event(FinishReason reason, std::string error, int64_t num_prompt_tokens = 0,
                             int64_t num_cached_prompt_tokens = 0, int32_t index = 0) {
   RequestEvent e;
@@ -83,6 +91,7 @@ class EngineImpl final : public Engine {
   std::shared_ptr<RequestStream> submit(GenerationRequest request) override;
   void cancel(uint64_t request_id) override;
   EngineStats stats() const override;
+  StepProfile step_profile() const override;
   int64_t vocab_size() const override { return model_->config().vocab_size; }
   bool has_tokenizer() const override { return tokenizer_ != nullptr; }
   int64_t max_model_len() const override { return model_->max_model_len(); }
@@ -94,8 +103,17 @@ class EngineImpl final : public Engine {
   void shutdown() override;
 
  private:
+  // A launched step and what the profiler knows of it.
+  struct InFlightStep {
+    LaunchedStep step;
+    StepShape shape;
+  };
+
   void loop();
-  void step();
+  // Schedules and queues the next step; nullopt when nothing can run (or it failed to queue).
+  std::optional<InFlightStep> launch_step(bool overlapped);
+  // Waits for a step's tokens and hands them to their requests.
+  void collect_step(InFlightStep& step);
   void refresh_stats();
   // Takes the submitted requests (and the cancels, see there) and admits them.
   void admit_new_requests();
@@ -130,6 +148,12 @@ class EngineImpl final : public Engine {
   // Engine thread only. Keyed by request id; the n samples of a request share it.
   std::unordered_multimap<uint64_t, std::unique_ptr<Request>> requests_;
   std::vector<uint64_t> pending_cancels_;  // taken from cancels_ together with incoming_
+  std::optional<InFlightStep> in_flight_;
+  // Finished requests stay alive while a launched step may still name them: those finished since
+  // the latest launch, and those finished before it (named at most by the step before it).
+  std::vector<std::unique_ptr<Request>> retired_, retired_before_launch_;
+  int64_t num_penalized_ = 0;  // live requests with penalties (their steps cannot overlap)
+  std::unique_ptr<StepProfiler> profiler_;  // null unless options.profile_steps
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::thread thread_;
 };
@@ -190,6 +214,7 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);
   runner_ = std::make_unique<ModelRunner>(*model_, num_blocks_, options.block_size, !options.enforce_eager,
                                           options.max_num_seqs);
+  if (options.profile_steps) profiler_ = std::make_unique<StepProfiler>(model_->config());
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -222,6 +247,11 @@ EngineStats EngineImpl::stats() const {
   return stats_;
 }
 
+StepProfile EngineImpl::step_profile() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return profiler_ ? profiler_->profile() : StepProfile{};
+}
+
 void EngineImpl::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -236,15 +266,32 @@ void EngineImpl::loop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || !incoming_.empty() || !cancels_.empty() || scheduler_->has_work(); });
+      auto ready = [&] { return stop_ || !incoming_.empty() || !cancels_.empty() || scheduler_->has_work(); };
+      if (!in_flight_ && !ready()) {
+        if (profiler_) profiler_->went_idle();
+        wake_.wait(lock, ready);
+      }
       if (stop_) break;
     }
     admit_new_requests();
     apply_cancellations();
-    if (scheduler_->has_work()) step();
+    if (in_flight_ && num_penalized_ > 0) {  // penalties read every output token on the host
+      collect_step(*in_flight_);
+      in_flight_.reset();
+      if (profiler_) profiler_->synchronized();
+    }
+    std::optional<InFlightStep> next;
+    if (scheduler_->has_work()) next = launch_step(in_flight_.has_value());
+    if (in_flight_) collect_step(*in_flight_);  // while the device runs `next`
+    in_flight_ = std::move(next);
+    retired_before_launch_.clear();
+    if (!in_flight_) retired_.clear();
     refresh_stats();
   }
-  // Shutdown: everything still in flight ends cancelled.
+  // Shutdown: the step in flight is collected (its memory must not be reused under it), then
+  // everything still running ends cancelled.
+  if (in_flight_) collect_step(*in_flight_);
+  in_flight_.reset();
   admit_new_requests();
   while (!requests_.empty()) finish(*requests_.begin()->second, FinishReason::kCancelled, "the engine shut down");
 }
@@ -319,6 +366,7 @@ void EngineImpl::admit_new_requests() {
       q.row = row;
       q.row.seed = row.seed + static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull;  // distinct draws
       q.tokens = q.prompt;
+      q.token_limit = std::min<int64_t>(static_cast<int64_t>(q.prompt.size()) + s.max_tokens, model_->max_model_len());
       if (tokenizer_)
         q.text = std::make_unique<StopStringMatcher>(*tokenizer_, s.skip_special_tokens, s.stop, s.include_stop_str_in_output);
     };
@@ -328,6 +376,7 @@ void EngineImpl::admit_new_requests() {
       prepare(*sample, i);
       r->waiting_samples.push_back(std::move(sample));
     }
+    if (has_penalties(row)) num_penalized_ += s.n;
     scheduler_->add(r.get());
     const uint64_t id = r->id;
     requests_.emplace(id, std::move(r));
@@ -343,29 +392,77 @@ void EngineImpl::apply_cancellations() {
   }
 }
 
-void EngineImpl::step() {
+std::optional<EngineImpl::InFlightStep> EngineImpl::launch_step(bool overlapped) {
+  const auto begin = std::chrono::steady_clock::now();
   BatchPlan plan = scheduler_->schedule();
-  if (plan.empty()) return;
-  std::vector<SampledToken> sampled;
+  if (plan.empty()) return std::nullopt;
+  InFlightStep f;
+  if (profiler_) f.shape = profiler_->shape(plan);
   try {
-    sampled = runner_->step(plan);
+    f.step = runner_->launch(plan, profiler_ != nullptr);
   } catch (const std::exception& e) {
     // A failed step cannot be attributed to one request: end the batch's requests with the error.
     spdlog::error("step failed: {}", e.what());
     for (const auto& c : plan.chunks) finish(*c.request, FinishReason::kError, fmt::format("step failed: {}", e.what()));
-    return;
+    return std::nullopt;
   }
   int64_t prompt_tokens = 0;
   for (const auto& c : plan.chunks) {
     Request& r = *c.request;
-    c.request->blocks.commit_computed(r.tokens, c.num_new_tokens);
-    if (!c.samples || r.num_generated == 0) prompt_tokens += c.num_new_tokens;
+    // A decode computes the one token its previous step sampled; the rest is prompt (or the
+    // recomputation of a preempted sequence).
+    const bool decode = c.num_new_tokens == 1 && r.blocks.num_computed() >= static_cast<int64_t>(r.prompt.size());
+    if (!decode) prompt_tokens += c.num_new_tokens;
+    r.blocks.commit_computed(r.tokens, c.num_new_tokens);  // the device computes in queue order
   }
-  for (SampledToken& s : sampled) append_token(*s.request, std::move(s));
+  for (size_t row = 0; row < f.step.sampling.size(); ++row) {
+    Request& r = *f.step.sampling[row];
+    r.num_pending++;
+    r.pending_row = static_cast<int32_t>(row);
+  }
+  retired_before_launch_ = std::move(retired_);  // named at most by the step in flight before this one
+  retired_.clear();
+  if (profiler_) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    std::lock_guard<std::mutex> lock(mutex_);
+    profiler_->launched(f.shape, seconds, overlapped);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.num_steps++;
   stats_.num_prompt_tokens_computed += prompt_tokens;
-  stats_.num_generated_tokens += static_cast<int64_t>(sampled.size());
+  return f;
+}
+
+void EngineImpl::collect_step(InFlightStep& f) {
+  const auto begin = std::chrono::steady_clock::now();
+  std::vector<SampledToken> sampled;
+  try {
+    sampled = runner_->collect(f.step);
+  } catch (const std::exception& e) {
+    spdlog::error("step failed: {}", e.what());
+    for (Request* r : f.step.sampling) {
+      r->num_pending--;
+      if (!r->finished) finish(*r, FinishReason::kError, fmt::format("step failed: {}", e.what()));
+    }
+    return;
+  }
+  const auto collected = std::chrono::steady_clock::now();
+  int64_t num_appended = 0;
+  for (SampledToken& s : sampled) {
+    Request& r = *s.request;
+    r.num_pending--;
+    if (r.finished) continue;  // it stopped at an earlier token, or was cancelled: the token is dropped
+    append_token(r, std::move(s));
+    ++num_appended;
+    if (!r.finished) r.blocks.commit_computed(r.tokens, 0);  // a block whose last token just arrived
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.num_generated_tokens += num_appended;
+  if (profiler_) {
+    auto seconds = [](auto from, auto to) { return std::chrono::duration<double>(to - from).count(); };
+    profiler_->collected(f.shape, f.step.start.get(), std::move(f.step.done), seconds(begin, collected));
+    profiler_->processed(seconds(collected, std::chrono::steady_clock::now()));
+  }
 }
 
 void EngineImpl::refresh_stats() {
@@ -401,7 +498,7 @@ void EngineImpl::append_token(Request& r, SampledToken sampled) {
     const bool is_stop = std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), token) != s.stop_token_ids.end();
     if (is_eos || is_stop) return finish(r, FinishReason::kStop);
   }
-  if (r.num_generated >= s.max_tokens || r.num_tokens() >= model_->max_model_len()) finish(r, FinishReason::kLength);
+  if (static_cast<int64_t>(r.tokens.size()) >= r.token_limit) finish(r, FinishReason::kLength);
 }
 
 void EngineImpl::start_waiting_samples(Request& r) {
@@ -417,6 +514,8 @@ void EngineImpl::start_waiting_samples(Request& r) {
 
 void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
   scheduler_->remove(&r);
+  r.finished = true;
+  if (has_penalties(r.row)) num_penalized_ -= 1 + static_cast<int64_t>(r.waiting_samples.size());
   refresh_stats();  // a client that saw the terminal event sees the blocks freed
   const auto num_prompt_tokens = static_cast<int64_t>(r.prompt.size());
   // Samples that never started end the way their request did before any token.
@@ -428,7 +527,8 @@ void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
   auto [begin, end] = requests_.equal_range(r.id);
   for (auto it = begin; it != end; ++it) {
     if (it->second.get() == &r) {
-      requests_.erase(it);  // r is destroyed here
+      retired_.push_back(std::move(it->second));  // a launched step may still name it
+      requests_.erase(it);
       return;
     }
   }

@@ -2,41 +2,92 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace brisk {
 
 ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs,
                          int64_t max_num_seqs)
-    : model_(model), cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size) {
+    : model_(model),
+      cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size),
+      max_num_seqs_(max_num_seqs) {
   if (use_graphs) graphs_ = DecodeGraphs::create(model_, cache_, max_num_seqs);
+  Backend& backend = model_.backend();
+  sampled_ids_ = Tensor(backend.allocator(), DType::kI32, {max_num_seqs});
+  for (HostSlot& slot : slots_) {
+    Allocator& host = backend.host_allocator();
+    slot.tokens = Tensor(host, DType::kI32, {max_num_seqs});
+    slot.logprobs = Tensor(host, DType::kF32, {max_num_seqs});
+    slot.top_tokens = Tensor(host, DType::kI32, {max_num_seqs * kMaxTopLogprobs});
+    slot.top_logprobs = Tensor(host, DType::kF32, {max_num_seqs * kMaxTopLogprobs});
+  }
 }
 
 ModelRunner::~ModelRunner() = default;
 
-std::vector<SampledToken> ModelRunner::step(const BatchPlan& plan) {
+LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
+  BRISK_CHECK(num_launched_ - num_collected_ < 2, "model runner: two launched steps are still uncollected");
   Backend& backend = model_.backend();
+  LaunchedStep step;
+  step.slot = static_cast<int>(num_launched_ % 2);
+  if (timed) step.start = backend.record_fence();
   std::vector<SequenceChunk> chunks;
-  std::vector<Request*> sampling;
+  std::vector<int32_t> feed_dst, feed_src;  // pending tokens: step token index <- previous row
+  int32_t num_step_tokens = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     Request* r = c.request;
     const int64_t start = r->blocks.num_computed();
+    const int64_t num_known = static_cast<int64_t>(r->tokens.size());
     SequenceChunk chunk;
-    chunk.tokens.assign(r->tokens.begin() + start, r->tokens.begin() + start + c.num_new_tokens);
+    for (int64_t i = start; i < start + c.num_new_tokens; ++i) {
+      if (i < num_known) {
+        chunk.tokens.push_back(r->tokens[i]);
+        continue;
+      }
+      BRISK_ASSERT(i == num_known && i == start + c.num_new_tokens - 1 && r->num_pending > 0 && r->pending_row >= 0);
+      chunk.tokens.push_back(0);  // replaced on the device by feed_tokens
+      feed_dst.push_back(num_step_tokens + static_cast<int32_t>(i - start));
+      feed_src.push_back(r->pending_row);
+    }
     chunk.num_cached = static_cast<int32_t>(start);
     chunk.block_table = r->blocks.block_table();
     chunk.want_last_logits = c.samples;
+    num_step_tokens += static_cast<int32_t>(c.num_new_tokens);
     chunks.push_back(std::move(chunk));
-    if (c.samples) sampling.push_back(r);
+    if (c.samples) step.sampling.push_back(r);
   }
-  if (graphs_ && graphs_->covers(chunks)) return sample(graphs_->run(chunks), sampling);
-  BatchInputs inputs(chunks, cache_.block_size());
-  const int64_t num_seqs = static_cast<int64_t>(sampling.size());
-  Tensor logits(backend.allocator(), DType::kF32, {num_seqs, model_.config().vocab_size});
-  model_.forward(inputs.upload(backend), cache_, logits);
-  if (num_seqs == 0) return {};
-  return sample(logits, sampling);
+  const int64_t num_sampling = static_cast<int64_t>(step.sampling.size());
+  BRISK_CHECK(num_sampling <= max_num_seqs_, "model runner: {} sequences sample in one step, more than max_num_seqs {}",
+              num_sampling, max_num_seqs_);
+  // The pending tokens, from the previous step's sampled ids into this step's inputs.
+  auto feed = [&](const ForwardBatch& batch) {
+    if (feed_dst.empty()) return;
+    std::vector<Tensor> keep;
+    const Shape shape{static_cast<int64_t>(feed_dst.size())};
+    backend.feed_tokens({batch.token_ids, to_backend(backend, TensorView(feed_dst.data(), DType::kI32, shape), keep),
+                         to_backend(backend, TensorView(feed_src.data(), DType::kI32, shape), keep), sampled_ids_});
+  };
+  Tensor eager_logits;  // lives until the sampler has been queued
+  TensorView logits;
+  if (graphs_ && graphs_->covers(chunks)) {
+    feed(graphs_->prepare(chunks));
+    logits = graphs_->replay(static_cast<int64_t>(chunks.size()));
+  } else {
+    BatchInputs inputs(chunks, cache_.block_size());
+    const ForwardBatch batch = inputs.upload(backend);
+    feed(batch);
+    eager_logits = Tensor(backend.allocator(), DType::kF32, {num_sampling, model_.config().vocab_size});
+    model_.forward(batch, cache_, eager_logits);
+    logits = eager_logits;
+  }
+  for (Request* r : step.sampling) step.top_k = std::max<int64_t>(step.top_k, r->params.top_logprobs);
+  if (num_sampling > 0) sample(logits, step.sampling, step);
+  step.done = backend.record_fence();
+  ++num_launched_;
+  return step;
 }
 
-std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vector<Request*>& sampling) {
+void ModelRunner::sample(TensorView logits, const std::vector<Request*>& sampling, const LaunchedStep& step) {
   Backend& backend = model_.backend();
   const int64_t num_seqs = static_cast<int64_t>(sampling.size());
 
@@ -47,12 +98,14 @@ std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vect
   bool penalties = false;
   for (Request* r : sampling) {
     SamplingRow row = r->row;
-    row.step = static_cast<uint64_t>(r->num_generated);
+    row.step = static_cast<uint64_t>(r->num_generated + r->num_pending);  // the draw's index
     rows.push_back(row);
     penalties = penalties || row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f ||
                 row.presence_penalty != 0.0f;
   }
   for (Request* r : penalties ? sampling : std::vector<Request*>{}) {
+    BRISK_CHECK(r->num_pending == 0, "model runner: penalties need every output token, and request {} has {} "
+                "pending", r->id, r->num_pending);
     const int64_t prompt_len = static_cast<int64_t>(r->prompt.size());
     prompt_tokens.insert(prompt_tokens.end(), r->tokens.begin(), r->tokens.begin() + prompt_len);
     output_tokens.insert(output_tokens.end(), r->tokens.begin() + prompt_len, r->tokens.end());
@@ -63,7 +116,6 @@ std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vect
   auto ids = [](std::vector<int32_t>& v) {
     return TensorView(v.data(), DType::kI32, {static_cast<int64_t>(v.size())});
   };
-  Tensor tokens(backend.allocator(), DType::kI32, {num_seqs});
   Tensor logprobs(backend.allocator(), DType::kF32, {num_seqs});
   SampleParams p;
   p.logits = logits;
@@ -77,35 +129,37 @@ std::vector<SampledToken> ModelRunner::sample(TensorView logits, const std::vect
     p.output_start = to_backend(backend, ids(output_start), keep);
     p.output_tokens = to_backend(backend, ids(output_tokens), keep);
   }
-  p.out_tokens = tokens;
+  p.out_tokens = sampled_ids_.view().slice(0, 0, num_seqs);
   p.out_logprobs = logprobs;
   // The alternatives come from the raw logits, which sampling modifies: ask first.
-  int64_t k = 0;
-  for (Request* r : sampling) k = std::max<int64_t>(k, r->params.top_logprobs);
-  Tensor top_tokens, top_logprobs;
+  const int64_t k = step.top_k;
+  const HostSlot& slot = slots_[step.slot];
   if (k > 0) {
-    top_tokens = Tensor(backend.allocator(), DType::kI32, {num_seqs, k});
-    top_logprobs = Tensor(backend.allocator(), DType::kF32, {num_seqs, k});
+    Tensor top_tokens(backend.allocator(), DType::kI32, {num_seqs, k});
+    Tensor top_logprobs(backend.allocator(), DType::kF32, {num_seqs, k});
     backend.top_logprobs({.logits = logits, .out_tokens = top_tokens, .out_logprobs = top_logprobs});
+    backend.copy_async(slot.top_tokens.view().slice(0, 0, num_seqs * k).reshape({num_seqs, k}), top_tokens);
+    backend.copy_async(slot.top_logprobs.view().slice(0, 0, num_seqs * k).reshape({num_seqs, k}), top_logprobs);
   }
   backend.sample(p);
+  backend.copy_async(slot.tokens.view().slice(0, 0, num_seqs), p.out_tokens);
+  backend.copy_async(slot.logprobs.view().slice(0, 0, num_seqs), logprobs);
+}
 
-  Tensor host_tokens(cpu_allocator(), DType::kI32, {num_seqs});
-  Tensor host_logprobs(cpu_allocator(), DType::kF32, {num_seqs});
-  backend.copy(host_tokens, tokens);
-  backend.copy(host_logprobs, logprobs);
-  Tensor host_top_tokens, host_top_logprobs;
-  if (k > 0) {
-    host_top_tokens = Tensor(cpu_allocator(), DType::kI32, {num_seqs, k});
-    host_top_logprobs = Tensor(cpu_allocator(), DType::kF32, {num_seqs, k});
-    backend.copy(host_top_tokens, top_tokens);
-    backend.copy(host_top_logprobs, top_logprobs);
-  }
+std::vector<SampledToken> ModelRunner::collect(const LaunchedStep& step) {
+  BRISK_CHECK(num_collected_ < num_launched_ && step.slot == num_collected_ % 2,
+              "model runner: steps must be collected once each, in launch order");
+  step.done->wait();
+  ++num_collected_;
+  const HostSlot& slot = slots_[step.slot];
+  const int64_t k = step.top_k;
   std::vector<SampledToken> out;
-  for (int64_t i = 0; i < num_seqs; ++i) {
-    SampledToken t{sampling[i], host_tokens.data_as<int32_t>()[i], host_logprobs.data_as<float>()[i], {}};
-    for (int64_t j = 0; j < sampling[i]->params.top_logprobs; ++j)
-      t.top_logprobs.push_back({host_top_tokens.data_as<int32_t>()[i * k + j], host_top_logprobs.data_as<float>()[i * k + j]});
+  out.reserve(step.sampling.size());
+  for (size_t i = 0; i < step.sampling.size(); ++i) {
+    Request* r = step.sampling[i];
+    SampledToken t{r, slot.tokens.data_as<int32_t>()[i], slot.logprobs.data_as<float>()[i], {}};
+    for (int64_t j = 0; j < r->params.top_logprobs; ++j)
+      t.top_logprobs.push_back({slot.top_tokens.data_as<int32_t>()[i * k + j], slot.top_logprobs.data_as<float>()[i * k + j]});
     out.push_back(std::move(t));
   }
   return out;

@@ -1,5 +1,8 @@
-// Turns a BatchPlan into one forward step and one sampling call on the backend, and owns the
-// device KV cache.
+// Turns a BatchPlan into one forward step and one sampling call queued on the backend, and owns
+// the device KV cache. Launching and collecting are separate so that the host prepares the next
+// step while the device runs this one: a launched step's sampled ids stay on the device (the next
+// step's inputs take its pending tokens from there) and reach pinned host memory by an
+// asynchronous copy that collect() waits for.
 #pragma once
 
 #include <memory>
@@ -19,21 +22,48 @@ struct SampledToken {
   std::vector<TokenLogprob> top_logprobs;  // request->params.top_logprobs of them
 };
 
+// A step queued on the backend whose sampled tokens have not been collected.
+struct LaunchedStep {
+  std::vector<Request*> sampling;  // the requests that sample, in the order of their rows
+  int slot = 0;                    // host buffers its results are copied into
+  int64_t top_k = 0;               // top logprobs per row (the most any row asked for)
+  std::unique_ptr<Fence> start;    // before its first op; null unless timed
+  std::unique_ptr<Fence> done;     // after its last copy
+};
+
 class ModelRunner {
  public:
   // use_graphs: replay pure decode steps of up to max_num_seqs sequences from recorded graphs
   // where the backend supports them.
   ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs, int64_t max_num_seqs);
   ~ModelRunner();
-  // Runs the plan; returns one token for each chunk that samples, in plan order.
-  std::vector<SampledToken> step(const BatchPlan& plan);
+
+  // Queues the plan. A request with a pending token (num_pending > 0) must have it as the last
+  // token of its chunk, sampled by the previous launch at row pending_row: it is fed from there
+  // on the device. Penalties need every output token on the host: a sampling request with a
+  // penalty must have none pending. At most two launched steps may be uncollected; `timed` adds
+  // a start fence.
+  LaunchedStep launch(const BatchPlan& plan, bool timed);
+  // Waits for the oldest uncollected step; one token per sampling request, in row order.
+  std::vector<SampledToken> collect(const LaunchedStep& step);
 
  private:
-  std::vector<SampledToken> sample(TensorView logits, const std::vector<Request*>& sampling);
+  // Host memory one step's sampled ids, logprobs and top logprobs are copied into.
+  struct HostSlot {
+    Tensor tokens, logprobs, top_tokens, top_logprobs;
+  };
+  TensorView forward(const std::vector<SequenceChunk>& chunks, const std::vector<int32_t>& feed_dst,
+                     const std::vector<int32_t>& feed_src, int64_t num_sampling);
+  void sample(TensorView logits, const std::vector<Request*>& sampling, const LaunchedStep& step);
 
   LlamaModel& model_;
   KvCache cache_;
   std::unique_ptr<DecodeGraphs> graphs_;  // null: every step runs eagerly
+  int64_t max_num_seqs_;
+  Tensor sampled_ids_;  // [max_num_seqs] i32 on the device: the latest step's tokens
+  HostSlot slots_[2];
+  int64_t num_launched_ = 0;
+  int64_t num_collected_ = 0;
 };
 
 }  // namespace brisk

@@ -44,8 +44,14 @@ struct Request {
   std::vector<int32_t> prompt;
   SamplingParams params;
   SamplingRow row;                 // what the sampling op gets (seed fixed at admission)
-  std::vector<int32_t> tokens;     // prompt + generated so far
-  int64_t num_generated = 0;
+  std::vector<int32_t> tokens;     // prompt + generated tokens the host has received
+  int64_t num_generated = 0;       // generated tokens in `tokens`
+  // Tokens sampled by launched steps that the host has not received yet (0..2). The latest of
+  // them is row pending_row of the latest launched step's sampled ids, on the device.
+  int32_t num_pending = 0;
+  int32_t pending_row = -1;
+  int64_t token_limit = 0;         // the request ends at this many tokens (max_tokens or the context)
+  bool finished = false;           // ended; a step still in flight may hold a token for it
   int64_t num_cached_prompt_tokens = 0;
   bool prefix_matched = false;     // the prefix cache was consulted since (re)admission
   SequenceBlocks blocks;
@@ -55,8 +61,11 @@ struct Request {
   // KV blocks through the prefix cache instead of computing the prompt n times.
   std::vector<std::unique_ptr<Request>> waiting_samples;
 
-  int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
+  // Known and pending tokens: what the next steps compute on.
+  int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()) + num_pending; }
   int64_t num_uncomputed() const { return num_tokens() - blocks.num_computed(); }
+  // Its pending tokens reach token_limit: nothing more to compute, it ends when they arrive.
+  bool awaits_last_token() const { return num_pending > 0 && num_tokens() >= token_limit; }
 };
 
 }  // namespace brisk

@@ -37,6 +37,10 @@ BatchPlan Scheduler::schedule() {
   // Running requests first, oldest first: decodes (1 token) and continuing prefill chunks.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
+    if (r->awaits_last_token()) {
+      ++i;
+      continue;
+    }
     const int64_t n = std::min(r->num_uncomputed(), budget);
     bool scheduled = true;
     while (!r->blocks.allocate_for(n)) {
@@ -57,7 +61,8 @@ BatchPlan Scheduler::schedule() {
   while (!preempted && !waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < max_num_seqs_) {
     Request* r = waiting_.front();
-    if (!admit(r, budget, plan)) break;
+    // A sequence preempted while a token of it was in flight is recomputed once that token is known.
+    if (r->num_pending > 0 || !admit(r, budget, plan)) break;
     waiting_.pop_front();
     running_.push_back(r);
     budget -= plan.chunks.back().num_new_tokens;

@@ -69,13 +69,11 @@ void SequenceBlocks::commit_computed(std::span<const TokenId> tokens, int64_t nu
   BRISK_CHECK(num_computed <= static_cast<int64_t>(block_table_.size()) * block_size,
               "sequence blocks: {} computed tokens do not fit in {} blocks of {} (allocate_for "
               "first)", num_computed, block_table_.size(), block_size);
-  BRISK_CHECK(static_cast<int64_t>(tokens.size()) >= num_computed,
-              "sequence blocks: commit_computed needs the first {} tokens, got {}", num_computed,
-              tokens.size());
   num_computed_ = num_computed;
   PrefixCache& cache = pool_->prefix_cache();
   if (!cache.enabled()) return;  // hashes only serve the cache
-  for (int64_t i = static_cast<int64_t>(block_hashes_.size()); i < num_computed / block_size; ++i) {
+  const int64_t num_known = std::min<int64_t>(num_computed, static_cast<int64_t>(tokens.size()));
+  for (int64_t i = static_cast<int64_t>(block_hashes_.size()); i < num_known / block_size; ++i) {
     const uint64_t parent = i == 0 ? cache.root_hash() : block_hashes_[i - 1];
     const auto block_tokens = tokens.subspan(i * block_size, block_size);
     const uint64_t hash = cache.hash_block(parent, block_tokens);

@@ -53,9 +53,11 @@ class SequenceBlocks {
   // the pool cannot provide every block.
   bool allocate_for(int64_t num_new_tokens);
 
-  // After a step computed KV for num_new_tokens more tokens. `tokens` are the sequence's tokens
-  // (prompt + generated), at least num_computed() + num_new_tokens of them. Every block that
-  // became full is hashed (continuing the chain) and registered in the prefix cache.
+  // After a step computed (or queued the computation of) KV for num_new_tokens more tokens.
+  // `tokens` are the sequence's tokens known so far (prompt + generated), which may end before
+  // num_computed() + num_new_tokens when the last ones are still being sampled. Every full block
+  // whose tokens are all known is hashed (continuing the chain) and registered in the prefix
+  // cache; call again with num_new_tokens = 0 once more tokens are known.
   void commit_computed(std::span<const TokenId> tokens, int64_t num_new_tokens);
 
   // Releases every block (tail first, so the chain's head stays cached longest) and resets the

@@ -1,5 +1,5 @@
 // embedding, rms_norm and silu_mul: CUDA against the CPU reference on the same (rounded)
-// inputs. The CPU writes f32 outputs where the op allows it, so each comparison sees the CUDA
+// inputs (and feed_tokens, an exact copy, at the end). The CPU writes f32 outputs where the op allows it, so each comparison sees the CUDA
 // op's own rounding only: |cuda - cpu| <= atol + rtol * |cpu| with rtol = one rounding of the
 // output dtype (bf16 1/128, f16 1/1024) and atol 1e-5.
 #include <gtest/gtest.h>
@@ -94,6 +94,37 @@ TEST_P(Elementwise, SiluMul) {
     expect_close(host_doubles(out_d), to_doubles(expected), kAtol, output_rtol(dtype),
                  "silu_mul dim " + std::to_string(dim));
   }
+}
+
+TEST(FeedTokens, CopiesSampledIdsIntoTheNextInputs) {
+  // ids of a mixed step (a prefill chunk, then decodes); pairs name decode rows in any order and
+  // one pair is skipped (dst -1). Both backends must give the same ids; the CUDA kernel also
+  // skips pairs whose indices fall outside the tensors (the CPU reference rejects them).
+  std::vector<int32_t> ids(1000), sampled(300);
+  for (int32_t i = 0; i < 1000; ++i) ids[i] = 7 * i;
+  for (int32_t i = 0; i < 300; ++i) sampled[i] = 100000 + i;
+  std::vector<int32_t> dst, src;
+  for (int32_t j = 0; j < 300; ++j) {
+    dst.push_back(j == 17 ? -1 : 700 + j);
+    src.push_back((j * 37) % 300);
+  }
+  auto view = [](std::vector<int32_t>& v) { return TensorView(v.data(), DType::kI32, {static_cast<int64_t>(v.size())}); };
+  Tensor ids_d = to_device(view(ids)), dst_d = to_device(view(dst)), src_d = to_device(view(src));
+  Tensor sampled_d = to_device(view(sampled));
+  cpu_backend().feed_tokens({view(ids), view(dst), view(src), view(sampled)});
+  cuda_backend().feed_tokens({ids_d, dst_d, src_d, sampled_d});
+  Tensor back = to_host(ids_d);
+  for (int32_t i = 0; i < 1000; ++i) ASSERT_EQ(back.data_as<int32_t>()[i], ids[i]) << "ids[" << i << "]";
+  EXPECT_EQ(ids[717], 7 * 717);  // the skipped pair
+  EXPECT_EQ(ids[718], 100000 + (18 * 37) % 300);
+
+  std::vector<int32_t> bad_dst{5, 2000}, bad_src{400, 0};
+  Tensor bad_dst_d = to_device(view(bad_dst)), bad_src_d = to_device(view(bad_src));
+  cuda_backend().feed_tokens({ids_d, bad_dst_d, bad_src_d, sampled_d});
+  Tensor unchanged = to_host(ids_d);
+  for (int32_t i = 0; i < 1000; ++i) ASSERT_EQ(unchanged.data_as<int32_t>()[i], ids[i]) << "ids[" << i << "]";
+  EXPECT_ERROR_CONTAINS(cpu_backend().feed_tokens({view(ids), view(bad_dst), view(bad_src), view(sampled)}),
+                        "feed_tokens: pair 0 copies sampled[400] of 300");
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, Elementwise, ::testing::Values(DType::kBF16, DType::kF16),

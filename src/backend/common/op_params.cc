@@ -252,4 +252,15 @@ void check_op_params(const TopLogprobsParams& p, Device device) {
               "vocabulary of logits {}", p.out_tokens.describe(), p.logits.describe());
 }
 
+void check_op_params(const FeedTokensParams& p, Device device) {
+  constexpr std::string_view kOp = "feed_tokens";
+  check_view(kOp, "ids", p.ids, 1, Layout::kContiguous, device);
+  check_dtype(kOp, "ids", p.ids, DType::kI32);
+  check_view(kOp, "sampled", p.sampled, 1, Layout::kContiguous, device);
+  check_dtype(kOp, "sampled", p.sampled, DType::kI32);
+  check_view(kOp, "dst", p.dst, 1, Layout::kContiguous, device);
+  check_index_vector(kOp, "dst", p.dst, p.dst.size(0), device);
+  check_index_vector(kOp, "src", p.src, p.dst.size(0), device);
+}
+
 }  // namespace brisk

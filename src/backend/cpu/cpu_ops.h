@@ -19,6 +19,7 @@ void attention(const AttentionParams& p);
 void silu_mul(const SiluMulParams& p);
 void sample(const SampleParams& p);
 void top_logprobs(const TopLogprobsParams& p);
+void feed_tokens(const FeedTokensParams& p);
 
 // The uniform number in [0, 1) that sample() draws for (seed, step); the exact recipe is
 // documented at its definition (sample.cc) because the CUDA sampler must reproduce it.

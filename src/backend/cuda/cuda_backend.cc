@@ -7,6 +7,7 @@
 #include "backend/cuda/runtime/cuda_check.h"
 #include "backend/cuda/runtime/cuda_graph.h"
 #include "backend/cuda/runtime/device.h"
+#include "backend/cuda/runtime/event_fence.h"
 #include "core/error.h"
 
 namespace brisk {
@@ -102,6 +103,16 @@ void CudaBackend::copy(TensorView dst, TensorView src) {
   }
 }
 
+void CudaBackend::copy_async(TensorView dst, TensorView src) {
+  if (dst.device() != Device::kCpu || src.device() == Device::kCpu) return copy(dst, src);
+  BRISK_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous(),
+              "copy_async: dst is {} but src is {}: both must be contiguous, of one dtype and shape", dst.describe(),
+              src.describe());
+  BRISK_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.num_bytes(), cudaMemcpyDeviceToHost, stream()));
+}
+
+std::unique_ptr<Fence> CudaBackend::record_fence() { return std::make_unique<cuda::EventFence>(stream()); }
+
 void CudaBackend::convert(TensorView dst, TensorView src) { cuda::convert(context_, dst, src); }
 void CudaBackend::synchronize() { BRISK_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 void CudaBackend::embedding(const EmbeddingParams& p) { cuda::embedding(context_, p); }
@@ -118,6 +129,7 @@ void CudaBackend::rope_append_attention(const RopeKvAppendParams& append, const 
 void CudaBackend::silu_mul(const SiluMulParams& p) { cuda::silu_mul(context_, p); }
 void CudaBackend::sample(const SampleParams& p) { cuda::sample(context_, p); }
 void CudaBackend::top_logprobs(const TopLogprobsParams& p) { cuda::top_logprobs(context_, p); }
+void CudaBackend::feed_tokens(const FeedTokensParams& p) { cuda::feed_tokens(context_, p); }
 
 std::unique_ptr<RecordedGraph> CudaBackend::record_graph(const std::function<void()>& ops) {
   return cuda::CudaGraph::record(stream(), allocator_, ops);

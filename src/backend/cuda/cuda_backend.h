@@ -17,6 +17,7 @@
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/gemm_runner.h"
 #include "backend/cuda/runtime/caching_allocator.h"
+#include "backend/cuda/runtime/pinned_allocator.h"
 #include "backend/cuda/runtime/pinned_staging.h"
 #include "backend/cuda/runtime/stream.h"
 
@@ -41,6 +42,9 @@ class CudaBackend final : public Backend {
   // Any direction between host (Device::kCpu) and device views. Host-to-device copies return
   // once the caller's memory may be reused; device-to-host copies return once the data is there.
   void copy(TensorView dst, TensorView src) override;
+  Allocator& host_allocator() override { return pinned_; }
+  void copy_async(TensorView dst, TensorView src) override;
+  std::unique_ptr<Fence> record_fence() override;
   void convert(TensorView dst, TensorView src) override;
   void synchronize() override;
 
@@ -55,6 +59,7 @@ class CudaBackend final : public Backend {
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;
   void top_logprobs(const TopLogprobsParams& p) override;
+  void feed_tokens(const FeedTokensParams& p) override;
   std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>& ops) override;
 
   // Queues this backend's work on `stream` (a caller's; 0 is the legacy default stream) until
@@ -73,6 +78,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t order_event_ = nullptr;  // orders the own and a caller's stream at a switch
   bool caller_stream_active_ = false;
   cuda::PinnedStaging staging_;
+  cuda::PinnedAllocator pinned_;
   cuda::OpContext context_;
   Tensor kernel_counters_;  // context_.decode_merge_counters, then context_.prefill_work_counters
   std::unique_ptr<cuda::GemmRunner> gemm_;

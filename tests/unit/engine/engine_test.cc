@@ -31,6 +31,7 @@ std::vector<Case> golden_cases() {
 
 EngineOptions options_with(int64_t num_blocks, int64_t token_budget, bool prefix_caching, int block_size = 4) {
   EngineOptions o;
+  o.profile_steps = true;
   o.model_dir = (testing::test_data_dir() / "models" / kModel).string();
   o.num_kv_blocks = num_blocks;
   o.max_num_batched_tokens = token_budget;
@@ -94,6 +95,8 @@ TEST(Engine, GoldensWithPreemptionInATinyCache) {
   for (int i = 0; i < 6; ++i) streams.push_back(engine->submit(greedy(cases[i % 3].prompt, 32)));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(testing::collect(*streams[i]).tokens, cases[i % 3].greedy);
   EXPECT_GT(engine->stats().num_preemptions, 0);
+  // Sequences were preempted while a token of theirs was in flight: the loop ran ahead.
+  EXPECT_GT(engine->step_profile().num_overlapped_steps, 0);
 }
 
 TEST(Engine, PrefixCacheSkipsWorkAndChangesNothing) {
@@ -327,6 +330,73 @@ TEST(Engine, AdmissionErrorsAreMarkedRejected) {
   EXPECT_EQ(event->finish_reason, FinishReason::kError);
   EXPECT_TRUE(event->rejected);
   EXPECT_FALSE(stream->next(std::chrono::milliseconds(20)).has_value());  // one event ends all samples
+}
+
+TEST(Engine, StepsOverlapAndAStopDropsTheTokenComputedPastIt) {
+  // Each step is queued before the previous one's token is known, so the request computes one
+  // token past its stop token; that token is never emitted, counted or kept.
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto c = golden_cases()[0];
+  GenerationRequest r = greedy(c.prompt, 32);
+  const size_t stop_at = std::find(c.greedy.begin(), c.greedy.end(), c.greedy[5]) - c.greedy.begin();
+  r.sampling.stop_token_ids = {c.greedy[5]};
+  auto result = testing::run_request(*engine, r);
+  EXPECT_EQ(result.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(result.tokens, std::vector<int32_t>(c.greedy.begin(), c.greedy.begin() + stop_at + 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the dropped step's collection
+  const EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.num_generated_tokens, static_cast<int64_t>(stop_at + 1));
+  EXPECT_EQ(stats.num_blocks_in_use, 0);
+  const StepProfile profile = engine->step_profile();
+  // The prefill and every decode but the first (which waits for the prefill's token) overlap.
+  EXPECT_GE(profile.num_overlapped_steps, static_cast<int64_t>(stop_at));
+  EXPECT_EQ(profile.num_synchronous_steps, 0);
+  EXPECT_EQ(profile.prefill.num_steps, 1);
+  EXPECT_EQ(profile.prefill.num_tokens, static_cast<int64_t>(c.prompt.size()));
+  EXPECT_GE(profile.decode.num_steps, static_cast<int64_t>(stop_at));
+  EXPECT_GT(profile.decode.flops, 0);
+}
+
+TEST(Engine, PenaltiesWaitForTheStepInFlight) {
+  // The penalty's token lists need every output token on the host, so a penalized request's
+  // steps wait for the previous one; an unpenalized one beside it must still get its goldens.
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto cases = golden_cases();
+  GenerationRequest penalized = greedy(cases[0].prompt, 20);
+  penalized.sampling.repetition_penalty = 1.3f;
+  auto first = engine->submit(penalized);
+  auto plain = engine->submit(greedy(cases[1].prompt, static_cast<int64_t>(cases[1].greedy.size())));
+  auto a = testing::collect(*first);
+  EXPECT_EQ(a.tokens.size(), 20u);
+  EXPECT_EQ(testing::collect(*plain).tokens, cases[1].greedy);
+  EXPECT_GT(engine->step_profile().num_synchronous_steps, 0);
+  // The same penalized request alone gives the same tokens (nothing depends on the overlap).
+  EXPECT_EQ(testing::run_request(*engine, penalized).tokens, a.tokens);
+}
+
+TEST(Engine, StopStringsAcrossTheOneStepLag) {
+  // The bundled model has a tokenizer: its greedy text holds a stop string found one step
+  // before the next token is known; the text ends right before it and nothing follows.
+  EngineOptions o;
+  o.model_dir = (testing::test_data_dir().parent_path().parent_path() / "models" / "tiny-austen").string();
+  o.num_kv_blocks = 64;
+  auto engine = Engine::create(o);
+  GenerationRequest r{{1, 2, 3}, {}};
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_tokens = 40;
+  r.sampling.ignore_eos = true;
+  auto full = testing::run_request(*engine, r);
+  ASSERT_GT(full.text.size(), 30u);
+  const std::string stop = full.text.substr(20, 4);
+  const size_t at = full.text.find(stop);
+  r.sampling.stop = {stop};
+  auto stopped = testing::run_request(*engine, r);
+  EXPECT_EQ(stopped.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(stopped.text, full.text.substr(0, at));
+  EXPECT_LT(stopped.tokens.size(), full.tokens.size());
+  EXPECT_EQ(stopped.tokens, std::vector<int32_t>(full.tokens.begin(), full.tokens.begin() + stopped.tokens.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(engine->stats().num_blocks_in_use, 0);
 }
 
 }  // namespace

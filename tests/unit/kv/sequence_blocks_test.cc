@@ -49,9 +49,8 @@ TEST_F(SequenceBlocksTest, AllocatesBlocksAsTokensGrow) {
   seq.commit_computed(tokens, 3);
   EXPECT_EQ(seq.block_table().size(), 3u);
   EXPECT_EQ(seq.num_full_blocks(), 2);
-  // KV cannot be committed past the allocated blocks, nor without its tokens.
+  // KV cannot be committed past the allocated blocks.
   EXPECT_THROW(seq.commit_computed(iota_tokens(20), 4), Error);
-  EXPECT_THROW(seq.commit_computed(tokens, 1), Error);
   seq.free_all();
   EXPECT_TRUE(seq.block_table().empty());
   EXPECT_EQ(pool.num_in_use(), 0);
@@ -83,6 +82,25 @@ TEST_F(SequenceBlocksTest, FullBlocksAreRegisteredWithChainHashes) {
   EXPECT_EQ(pool.num_free(), 6);
   // Tail released first, so the head block is the most recently used and evicted last.
   EXPECT_EQ(cache.lru_order(), (std::vector<BlockId>{1, 0}));
+}
+
+TEST_F(SequenceBlocksTest, ABlockIsRegisteredOnceItsLastTokenIsKnown) {
+  // The engine commits a decode when it queues it, before the token it computes (sampled by the
+  // step before) reaches the host: the block that token fills is registered when it arrives.
+  SequenceBlocks seq(pool);
+  const auto tokens = iota_tokens(8);
+  prefill(seq, std::vector<TokenId>(tokens.begin(), tokens.begin() + 7));
+  ASSERT_EQ(seq.block_hashes().size(), 1u);
+  ASSERT_TRUE(seq.allocate_for(1));
+  seq.commit_computed(std::span(tokens).first(7), 1);  // token 7 is still being sampled
+  EXPECT_EQ(seq.num_computed(), 8);
+  EXPECT_EQ(seq.block_hashes().size(), 1u);
+  EXPECT_FALSE(cache.is_registered(seq.block_table()[1]));
+  seq.commit_computed(tokens, 0);  // it arrived
+  ASSERT_EQ(seq.block_hashes().size(), 2u);
+  EXPECT_EQ(seq.block_hashes()[1], cache.hash_block(seq.block_hashes()[0], iota_tokens(4, 4)));
+  EXPECT_EQ(cache.find(seq.block_hashes()[1]), seq.block_table()[1]);
+  seq.free_all();
 }
 
 TEST_F(SequenceBlocksTest, PrefixHitSkipsComputedBlocksButNotTheLastToken) {

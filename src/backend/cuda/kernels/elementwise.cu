@@ -1,4 +1,5 @@
-// Memory-bound element and row kernels: dtype conversion, embedding gather, SwiGLU, bias add.
+// Memory-bound element and row kernels: dtype conversion, embedding gather, SwiGLU, bias add,
+// feeding sampled tokens to the next step.
 // Each thread handles 8 consecutive elements with 16-byte accesses where the layout allows,
 // else one element at a time; all math is fp32.
 #include <algorithm>
@@ -103,6 +104,14 @@ __global__ void silu_mul_kernel(SiluMulArgs a) {
   }
 }
 
+__global__ void feed_tokens_kernel(FeedTokensArgs a) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < a.num_pairs; j += stride) {
+    const int32_t dst = a.dst[j], src = a.src[j];
+    if (dst >= 0 && dst < a.num_ids && src >= 0 && src < a.num_sampled) a.ids[dst] = a.sampled[src];
+  }
+}
+
 __global__ void bias_kernel(BiasArgs a) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t item = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -137,6 +146,12 @@ void launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0 || a.dim == 0) return;
   const int64_t items = a.num_tokens * (a.vectorized ? a.dim / 8 : a.dim);
   launch_pdl(silu_mul_kernel, grid_for(items), kThreads, 0, stream, a);
+}
+
+void launch_feed_tokens(const FeedTokensArgs& a, cudaStream_t stream) {
+  if (a.num_pairs == 0) return;
+  feed_tokens_kernel<<<grid_for(a.num_pairs), kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
 }
 
 void launch_bias(const BiasArgs& a, cudaStream_t stream) {

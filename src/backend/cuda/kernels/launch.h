@@ -113,6 +113,18 @@ struct SiluMulArgs {
 };
 void launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream);
 
+// ids[dst[j]] = sampled[src[j]] for pairs with both indices in range (others are skipped).
+struct FeedTokensArgs {
+  int32_t* ids = nullptr;
+  int64_t num_ids = 0;
+  const int32_t* dst = nullptr;
+  const int32_t* src = nullptr;
+  int64_t num_pairs = 0;
+  const int32_t* sampled = nullptr;
+  int64_t num_sampled = 0;
+};
+void launch_feed_tokens(const FeedTokensArgs& a, cudaStream_t stream);
+
 // y[m, n] = (accumulate ? y[m, n] : 0) + bias[n]; bias may be null (then y = 0 or unchanged).
 struct BiasArgs {
   void* y = nullptr;
