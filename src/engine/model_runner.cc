@@ -1,6 +1,7 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -34,7 +35,13 @@ LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
   std::vector<SequenceChunk> chunks;
   std::vector<int32_t> feed_dst, feed_src;  // pending tokens: step token index <- previous row
   int32_t num_step_tokens = 0;
-  for (const ScheduledChunk& c : plan.chunks) {
+  // One-token chunks first: a mixed step's attention then splits (ForwardBatch::num_decode_seqs).
+  std::vector<ScheduledChunk> ordered;
+  std::copy_if(plan.chunks.begin(), plan.chunks.end(), std::back_inserter(ordered),
+               [](const ScheduledChunk& c) { return c.num_new_tokens == 1; });
+  std::copy_if(plan.chunks.begin(), plan.chunks.end(), std::back_inserter(ordered),
+               [](const ScheduledChunk& c) { return c.num_new_tokens != 1; });
+  for (const ScheduledChunk& c : ordered) {
     Request* r = c.request;
     const int64_t start = r->blocks.num_computed();
     const int64_t num_known = static_cast<int64_t>(r->tokens.size());

@@ -35,6 +35,11 @@ BatchInputs::BatchInputs(const std::vector<SequenceChunk>& chunks, int block_siz
     max_query_len_ = std::max(max_query_len_, num_new);
     max_context_len_ = std::max(max_context_len_, context);
   }
+  const auto leading = std::find_if(chunks.begin(), chunks.end(), [](const SequenceChunk& c) { return c.tokens.size() != 1; });
+  num_decode_seqs_ = leading == chunks.end() ? 0 : leading - chunks.begin();
+  if (num_decode_seqs_ > 0)
+    for (size_t s = num_decode_seqs_; s < query_start_.size(); ++s)
+      prefill_query_start_.push_back(query_start_[s] - static_cast<int32_t>(num_decode_seqs_));
 }
 
 ForwardBatch BatchInputs::upload(Backend& backend) {
@@ -54,6 +59,9 @@ ForwardBatch BatchInputs::upload(Backend& backend) {
   batch.logits_indices = put(logits_indices_, {num_logits()});
   batch.max_query_len = max_query_len_;
   batch.max_context_len = max_context_len_;
+  batch.num_decode_seqs = num_decode_seqs_;
+  if (num_decode_seqs_ > 0)
+    batch.prefill_query_start = put(prefill_query_start_, {static_cast<int64_t>(prefill_query_start_.size())});
   return batch;
 }
 

@@ -20,6 +20,11 @@ struct ForwardBatch {
   TensorView logits_indices;  // [num_logits] i32: token rows whose logits are wanted
   int max_query_len = 0;
   int max_context_len = 0;
+  // When > 0, the first num_decode_seqs sequences compute one token each and the others more: a
+  // mixed step's attention then runs as two calls, each on a kernel made for its shape, the
+  // second with prefill_query_start. 0: one call for the whole batch.
+  int64_t num_decode_seqs = 0;
+  TensorView prefill_query_start;  // [num_seqs - num_decode_seqs + 1] i32: query_start[num_decode_seqs:] - num_decode_seqs
   int64_t num_tokens() const { return token_ids.size(0); }
   int64_t num_seqs() const { return context_lens.size(0); }
 };
@@ -34,7 +39,8 @@ struct SequenceChunk {
   bool want_last_logits = true;   // logits of the last new token (false: a partial prefill chunk)
 };
 
-// Host arrays of a step, built from chunks, uploaded into tensors the inputs own.
+// Host arrays of a step, built from chunks, uploaded into tensors the inputs own. Chunks of one
+// token placed first make a mixed step's attention split (ForwardBatch::num_decode_seqs).
 class BatchInputs {
  public:
   BatchInputs(const std::vector<SequenceChunk>& chunks, int block_size);
@@ -44,7 +50,8 @@ class BatchInputs {
 
  private:
   std::vector<int32_t> token_ids_, positions_, slot_mapping_, query_start_, context_lens_,
-      block_tables_, logits_indices_;
+      block_tables_, logits_indices_, prefill_query_start_;
+  int64_t num_decode_seqs_ = 0;
   int64_t max_blocks_per_seq_ = 0;
   int max_query_len_ = 0;
   int max_context_len_ = 0;

@@ -113,9 +113,34 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   a.sliding_window = static_cast<int>(config_.sliding_window);
   a.max_query_len = batch.max_query_len;
   a.max_context_len = batch.max_context_len;
-  backend_.rope_append_attention(rope, a);  // qkv's q and k are not read after it
+  if (batch.num_decode_seqs > 0) {
+    split_attention(batch, rope, a);
+  } else {
+    backend_.rope_append_attention(rope, a);  // qkv's q and k are not read after it
+  }
   observe(layer, LinearInput::kOProj, attn);
   run_linear(backend_, attn, w.o_proj, {}, out);
+}
+
+void LlamaModel::split_attention(const ForwardBatch& batch, const RopeKvAppendParams& rope, const AttentionParams& a) {
+  auto part = [&](int64_t seq_begin, int64_t seq_end, int64_t token_begin, int64_t token_end, TensorView query_start,
+                  int max_query_len) {
+    RopeKvAppendParams r = rope;
+    r.qkv = rope.qkv.slice(0, token_begin, token_end);
+    r.positions = rope.positions.slice(0, token_begin, token_end);
+    r.slot_mapping = rope.slot_mapping.slice(0, token_begin, token_end);
+    AttentionParams p = a;
+    p.q = a.q.slice(0, token_begin, token_end);
+    p.out = a.out.slice(0, token_begin, token_end);
+    p.block_tables = a.block_tables.slice(0, seq_begin, seq_end);
+    p.context_lens = a.context_lens.slice(0, seq_begin, seq_end);
+    p.query_start = query_start;
+    p.max_query_len = max_query_len;
+    backend_.rope_append_attention(r, p);
+  };
+  const int64_t num_decodes = batch.num_decode_seqs;  // one token each
+  part(0, num_decodes, 0, num_decodes, batch.query_start.slice(0, 0, num_decodes + 1), 1);
+  part(num_decodes, batch.num_seqs(), num_decodes, batch.num_tokens(), batch.prefill_query_start, batch.max_query_len);
 }
 
 void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {

@@ -62,6 +62,9 @@ class LlamaModel {
  private:
   void attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,
                        TensorView out);
+  // A mixed step's RoPE, KV append and attention as two calls: the decodes (batch.num_decode_seqs
+  // first sequences, one token each), then the rest.
+  void split_attention(const ForwardBatch& batch, const RopeKvAppendParams& rope, const AttentionParams& a);
   void mlp_block(int64_t layer, TensorView normed, TensorView out);
   Tensor empty(DType dtype, Shape shape) { return Tensor(backend_.allocator(), dtype, shape); }
   void observe(int64_t layer, LinearInput input, TensorView x) {
