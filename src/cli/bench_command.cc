@@ -1,5 +1,6 @@
-// `brisk bench latency|throughput`: batch-1 TTFT and decode speed with the decode roofline ratio,
-// and offline throughput over many requests submitted at once to the engine. Workloads are random
+// `brisk bench latency|throughput|serve`: batch-1 TTFT and decode speed with the decode roofline
+// ratio; offline throughput over many requests submitted at once to the engine; and the same
+// requests sent to an OpenAI-compatible server over HTTP (bench_serve.cc). Workloads are random
 // ids or ShareGPT conversations (bench_dataset.h).
 #include <chrono>
 #include <string>
@@ -122,7 +123,7 @@ Runner add_bench_command(CLI::App& app) {
   auto latency = std::make_shared<LatencyArgs>();
   auto throughput = std::make_shared<ThroughputArgs>();
   CLI::App* bench =
-      app.add_subcommand("bench", "Benchmarks: latency (batch 1) and offline throughput");
+      app.add_subcommand("bench", "Benchmarks: latency (batch 1), offline throughput, and serving over HTTP");
   bench->require_subcommand(1);
 
   CLI::App* lat =
@@ -145,7 +146,12 @@ Runner add_bench_command(CLI::App& app) {
   add_workload_options(thr, throughput->workload);
   thr->add_flag("--json", throughput->json, "print one JSON object");
 
-  return [lat, latency, throughput] { return lat->parsed() ? run_latency(*latency) : run_throughput(*throughput); };
+  Runner serve = add_bench_serve_command(*bench);
+  return [lat, thr, latency, throughput, serve] {
+    if (lat->parsed()) return run_latency(*latency);
+    if (thr->parsed()) return run_throughput(*throughput);
+    return serve();
+  };
 }
 
 }  // namespace brisk::cli

@@ -1,8 +1,12 @@
-// `brisk bench throughput` end to end: ShareGPT workloads (vLLM's length filter, answer lengths as
-// output lengths, no silent repeats, vocabulary checks).
+// `brisk bench throughput` and `brisk bench serve` end to end: ShareGPT workloads (vLLM's length
+// filter, answer lengths as output lengths, no silent repeats, vocabulary checks) and the HTTP
+// benchmark against brisk's own server or one that is not there.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -175,6 +179,96 @@ TEST(BenchDataset, SharegptSampleWithRealTokenizers) {
     EXPECT_EQ(r.exit_code, 1) << name;
     EXPECT_NE(r.err.find("usable conversations of " + file.string()), std::string::npos) << name << ": " << r.err;
   }
+}
+
+std::string serve_args(const fs::path& model) {
+  return "bench serve --model " + model.string() + " --kv-cache-memory 64MiB --json ";
+}
+
+void expect_sane_figures(const nlohmann::json& json) {
+  EXPECT_GT(json["seconds"].get<double>(), 0);
+  EXPECT_GT(json["requests_per_s"].get<double>(), 0);
+  EXPECT_GT(json["output_tokens_per_s"].get<double>(), 0);
+  for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
+    const auto& d = json[key];
+    EXPECT_GT(d["p50"].get<double>(), 0) << key;
+    EXPECT_LE(d["p50"].get<double>(), d["p99"].get<double>() + 1e-9) << key;
+    EXPECT_LT(d["p99"].get<double>(), 1000 * json["seconds"].get<double>() + 1) << key;
+  }
+  EXPECT_LE(json["ttft_ms"]["p50"].get<double>(), json["e2e_ms"]["p50"].get<double>());
+}
+
+TEST(BenchServe, BriskServerInThisProcess) {
+  RunResult r = run_brisk(serve_args(tiny_austen()) + "--num-prompts 5 --input-len 16 --output-len 8");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["bench"], "serve");
+  EXPECT_EQ(json["num_requests"], 5);
+  EXPECT_EQ(json["num_failed"], 0);
+  EXPECT_EQ(json["input_tokens"], 5 * 16);
+  EXPECT_EQ(json["output_tokens"], 5 * 8);
+  EXPECT_EQ(json["request_rate"], "inf");
+  expect_sane_figures(json);
+}
+
+TEST(BenchServe, DatasetWithPoissonArrivalsAndAConcurrencyCap) {
+  nlohmann::json data = nlohmann::json::array();
+  for (int i = 0; i < 4; ++i) data.push_back(conversation("It is a truth universally acknowledged " + text_of(i + 1),
+                                                          text_of(4 + 2 * i)));
+  RunResult r = run_brisk(serve_args(tiny_austen()) + "--dataset " + write_dataset(data).string() +
+                          " --num-prompts 4 --request-rate 40 --max-concurrency 2 --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["num_requests"], 4);
+  EXPECT_EQ(json["output_tokens"], 4 + 6 + 8 + 10);
+  EXPECT_EQ(json["max_concurrency"], 2);
+  expect_sane_figures(json);
+}
+
+// Without a tokenizer the server streams a chunk per token all the same (empty text): TPOT and
+// ITL are measured, not zero.
+TEST(BenchServe, ModelWithoutTokenizerStreamsAChunkPerToken) {
+  RunResult r = run_brisk(serve_args(test_model("llama-gqa4-hd64-tied-llama3rope-bf16")) +
+                          "--num-prompts 3 --input-len 8 --output-len 6");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["output_tokens"], 3 * 6);
+  expect_sane_figures(json);
+}
+
+TEST(BenchServe, RefusedConnectionIsAClearError) {
+  RunResult r = run_brisk("bench serve --base-url http://127.0.0.1:1 --tokenizer " + tiny_austen().string() +
+                          " --num-prompts 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot connect to http://127.0.0.1:1: Connection refused"), std::string::npos) << r.err;
+}
+
+// A server that accepts connections and never answers: the request times out instead of hanging.
+TEST(BenchServe, SilentServerTimesOut) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listener, 16), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  RunResult r = run_brisk("bench serve --base-url " + url + " --tokenizer " + tiny_austen().string() +
+                          " --num-prompts 2 --request-timeout 0.5");
+  close(listener);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no answer for 0.5 s (--request-timeout)"), std::string::npos) << r.err;
+}
+
+TEST(BenchServe, NeedsATarget) {
+  RunResult r = run_brisk("bench serve --num-prompts 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("needs --base-url"), std::string::npos) << r.err;
+  r = run_brisk("bench serve --base-url https://example.com --num-prompts 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("https is not supported"), std::string::npos) << r.err;
 }
 
 }  // namespace
