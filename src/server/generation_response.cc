@@ -51,8 +51,12 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
       if (!co_await exchange.start_events()) co_return;
       text = opening_events(shape, g.choices().size());
     }
+    // A completions chunk goes out for every token, also one whose text is held back (an
+    // incomplete UTF-8 character, or no tokenizer), as vLLM sends them: clients time and count
+    // tokens by chunks. Chat deltas without content are skipped.
     for (const ChoiceDelta& d : *deltas)
-      if (!d.delta.text.empty() || (shape.meta.logprobs && !d.delta.tokens.empty()) || d.delta.finish_reason)
+      if (!d.delta.text.empty() || d.delta.finish_reason ||
+          (!d.delta.tokens.empty() && (!shape.chat || shape.meta.logprobs)))
         text += chunk_event(shape, d, false);
     if (g.error()) {
       // Mid-stream the status is already sent: the error travels as an event, as vLLM sends it.

@@ -177,12 +177,19 @@ asio::awaitable<bool> HttpServer::drain(double seconds) {
   co_return connections_.empty();
 }
 
+void HttpServer::stop() { asio::co_spawn(control_, shut_down(), asio::detached); }
+
 asio::awaitable<void> HttpServer::shutdown_on_signal() {
+  if (stopping_) co_return;  // stop() came first (both run on the control strand)
   auto [ec, signal] = co_await signals_.async_wait(use_tuple);
   if (ec) co_return;
   fmt::print(stderr, "brisk serve: signal {}: shutting down (in-flight requests get {} s)\n", signal,
              options_.shutdown_grace_seconds);
-  stopping_ = true;
+  co_await shut_down();
+}
+
+asio::awaitable<void> HttpServer::shut_down() {
+  if (stopping_.exchange(true)) co_return;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   // Idle keep-alive connections close now; busy ones after their response.

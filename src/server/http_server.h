@@ -49,8 +49,11 @@ class HttpServer {
   ~HttpServer();
 
   uint16_t port() const { return port_; }
-  // Serves until SIGINT or SIGTERM, then shuts down gracefully and returns.
+  // Serves until SIGINT, SIGTERM or stop(), then shuts down gracefully and returns.
   void run(HttpHandlers handlers);
+  // Starts the graceful shutdown a signal starts (a server run inside another program, such as
+  // `brisk bench serve`'s); callable from any thread, before or during run().
+  void stop();
 
  private:
   struct Connection;
@@ -59,6 +62,7 @@ class HttpServer {
   // One request on the connection; false when the connection must close.
   boost::asio::awaitable<bool> serve_one(Connection& connection);
   boost::asio::awaitable<void> shutdown_on_signal();
+  boost::asio::awaitable<void> shut_down();
   // Waits up to `seconds` for every connection to close; returns whether they all did.
   boost::asio::awaitable<bool> drain(double seconds);
   void for_each_connection(const std::function<void(Connection&)>& fn);

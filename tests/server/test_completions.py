@@ -145,3 +145,20 @@ def test_stream_logprobs(client):
                                             extra_body=EOS_OFF))
     tokens = [t for c in chunks if c.choices[0].logprobs for t in c.choices[0].logprobs.tokens]
     assert len(tokens) == 6
+
+
+def test_stream_sends_a_chunk_per_token_without_a_tokenizer(tmp_path, model_dir):
+    """A model folder without a tokenizer streams token-id prompts with a chunk per token (empty
+    text), as vLLM does: benchmark clients time and count tokens by chunks."""
+    from conftest import Server
+    (tmp_path / "config.json").write_text((model_dir / "config.json").read_text())
+    server = Server(tmp_path)
+    try:
+        chunks = list(server.client().completions.create(
+            model=MODEL_NAME, prompt=[5, 6, 7], max_tokens=6, stream=True, stream_options={"include_usage": True},
+            extra_body=EOS_OFF))
+    finally:
+        assert server.stop() == 0, server.output()
+    tokens = [c for c in chunks if c.choices and c.choices[0].finish_reason is None]
+    assert len(tokens) == 6 and all(c.choices[0].text == "" for c in tokens)
+    assert chunks[-1].usage.completion_tokens == 6
