@@ -35,6 +35,9 @@ struct EngineOptions {
   bool enforce_eager = false;
   // Time every step (device time by fences, host time by the clock): Engine::step_profile().
   bool profile_steps = false;
+  // Also time every op on the device, by step kind: Engine::op_profile(). Diagnostic: steps then
+  // run op by op (no graphs) and the loop waits for each step's ops before the next.
+  bool profile_ops = false;
   // Called while weights load, after each layer (a progress bar); may be empty.
   std::function<void(int64_t num_layers_done, int64_t num_layers)> on_load_progress;
 };
@@ -153,6 +156,14 @@ struct StepProfile {
   int64_t num_synchronous_steps = 0;
 };
 
+// One op's device time within one kind of step (EngineOptions::profile_ops).
+struct OpProfileEntry {
+  std::string step_kind;  // "decode", "mixed", "prefill" (as in StepProfile), or "start-up"
+  std::string op;         // e.g. "gemm 28672x4096" (a GEMM by its weight's shape)
+  int64_t num_calls = 0;
+  double device_s = 0;
+};
+
 class Engine {
  public:
   // Loads the model and sizes the KV cache; throws Error naming what is wrong.
@@ -166,6 +177,8 @@ class Engine {
   virtual EngineStats stats() const = 0;
   // Totals since start-up; all zero unless EngineOptions::profile_steps.
   virtual StepProfile step_profile() const = 0;
+  // Most device time first; empty unless EngineOptions::profile_ops.
+  virtual std::vector<OpProfileEntry> op_profile() const = 0;
   virtual int64_t vocab_size() const = 0;
   // True when the model folder has a tokenizer: events then carry text and `stop` works.
   virtual bool has_tokenizer() const = 0;

@@ -14,6 +14,7 @@
 #include "cli/bench_report.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/step_profile_report.h"
 #include "core/error.h"
 
 namespace brisk::cli {
@@ -112,6 +113,7 @@ int run_throughput(ThroughputArgs& args) {
   const BenchSummary summary = summarize(records, std::chrono::duration<double>(Clock::now() - start).count());
   nlohmann::json out = summary_json("throughput", summary);
   out["preemptions"] = engine->stats().num_preemptions;
+  report_step_profile(*engine, args.engine, out);
   if (args.json) fmt::print("{}\n", out.dump());
   else print_summary_lines(summary);
   return report_failures(records);

@@ -18,6 +18,7 @@
 #include "cli/bench_report.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/step_profile_report.h"
 #include "core/error.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
@@ -113,7 +114,9 @@ int run_bench_serve(ServeBenchArgs& args) {
   const LoadResult result = client.run(workload.requests, model);
   warn_short_outputs(workload.requests, result.records);
   const BenchSummary summary = summarize(result.records, result.seconds);
-  if (args.json) fmt::print("{}\n", serve_json(summary, url, model, args.load).dump());
+  nlohmann::json out = serve_json(summary, url, model, args.load);
+  if (local) report_step_profile(local->engine(), args.engine, out);
+  if (args.json) fmt::print("{}\n", out.dump());
   else print_serving_table(summary);
   return report_failures(result.records);
 }

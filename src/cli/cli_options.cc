@@ -44,6 +44,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
   cmd->add_flag("--profile-steps", e.profile_steps,
                 "time every step (device and host) and report where the time goes, by step kind")
       ->group("Engine");
+  cmd->add_flag("--profile-ops", e.profile_ops,
+                "also time every op on the device, by step kind (diagnostic: steps run op by op, without overlap)")
+      ->group("Engine");
 }
 
 void add_sampling_options(CLI::App* cmd, SamplingParams& s) {

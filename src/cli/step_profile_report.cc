@@ -1,5 +1,7 @@
 #include "cli/step_profile_report.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 namespace brisk::cli {
@@ -61,6 +63,34 @@ nlohmann::json step_profile_json(const StepProfile& p, double peak_flops) {
           {"device_idle_ms", p.device_idle_s * 1e3}, {"host_process_ms", p.host_process_s * 1e3},
           {"overlapped_steps", p.num_overlapped_steps}, {"synchronous_steps", p.num_synchronous_steps},
           {"peak_flops", peak_flops}};
+}
+
+std::string format_op_profile(const std::vector<OpProfileEntry>& ops) {
+  std::map<std::string, double> kind_total;
+  for (const OpProfileEntry& e : ops) kind_total[e.step_kind] += e.device_s;
+  std::string out;
+  for (const auto& [kind, total] : kind_total) {
+    out += fmt::format("{}: device time by op (total {:.1f} ms)\n", kind, total * 1e3);
+    for (const OpProfileEntry& e : ops) {
+      if (e.step_kind != kind || e.device_s < 0.002 * total) continue;
+      out += fmt::format("  {:52s} {:7d} calls {:9.1f} ms {:5.1f}% {:8.1f} us/call\n", e.op, e.num_calls,
+                         e.device_s * 1e3, 100 * e.device_s / total, e.device_s * 1e6 / e.num_calls);
+    }
+  }
+  return out;
+}
+
+void report_step_profile(const Engine& engine, const EngineOptions& options, nlohmann::json& out) {
+  if (!options.profile_steps && !options.profile_ops) return;
+  const StepProfile profile = engine.step_profile();
+  fmt::print(stderr, "{}", format_step_profile(profile));
+  out["step_profile"] = step_profile_json(profile);
+  if (!options.profile_ops) return;
+  const std::vector<OpProfileEntry> ops = engine.op_profile();
+  fmt::print(stderr, "{}", format_op_profile(ops));
+  for (const OpProfileEntry& e : ops)
+    out["op_profile"].push_back({{"step_kind", e.step_kind}, {"op", e.op}, {"calls", e.num_calls},
+                                 {"device_ms", e.device_s * 1e3}});
 }
 
 }  // namespace brisk::cli

@@ -11,8 +11,15 @@
 
 namespace brisk::cli {
 
-// peak_flops: the device's dense 16-bit tensor rate, the denominator of the utilisation.
-std::string format_step_profile(const StepProfile& profile, double peak_flops);
-nlohmann::json step_profile_json(const StepProfile& profile, double peak_flops);
+// Dense bf16 tensor FLOP/s of an H100 / H200 SXM: the denominator of the model FLOP utilisation.
+inline constexpr double kPeakFlops = 989e12;
+
+std::string format_step_profile(const StepProfile& profile, double peak_flops = kPeakFlops);
+nlohmann::json step_profile_json(const StepProfile& profile, double peak_flops = kPeakFlops);
+// Each step kind's ops, most device time first, with their share of the kind's time.
+std::string format_op_profile(const std::vector<OpProfileEntry>& ops);
+// With options.profile_steps (or profile_ops): prints the engine's step profile (and op profile)
+// to stderr and adds it to `out` as "step_profile" (and "op_profile"); otherwise nothing.
+void report_step_profile(const Engine& engine, const EngineOptions& options, nlohmann::json& out);
 
 }  // namespace brisk::cli

@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend/op_timing_backend.h"
 #include "core/error.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
@@ -92,6 +93,7 @@ class EngineImpl final : public Engine {
   void cancel(uint64_t request_id) override;
   EngineStats stats() const override;
   StepProfile step_profile() const override;
+  std::vector<OpProfileEntry> op_profile() const override;
   int64_t vocab_size() const override { return model_->config().vocab_size; }
   bool has_tokenizer() const override { return tokenizer_ != nullptr; }
   int64_t max_model_len() const override { return model_->max_model_len(); }
@@ -153,7 +155,8 @@ class EngineImpl final : public Engine {
   // the latest launch, and those finished before it (named at most by the step before it).
   std::vector<std::unique_ptr<Request>> retired_, retired_before_launch_;
   int64_t num_penalized_ = 0;  // live requests with penalties (their steps cannot overlap)
-  std::unique_ptr<StepProfiler> profiler_;  // null unless options.profile_steps
+  std::unique_ptr<StepProfiler> profiler_;  // null unless options.profile_steps (or profile_ops)
+  OpTimingBackend* op_timer_ = nullptr;     // backend_ itself with options.profile_ops
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::thread thread_;
 };
@@ -161,6 +164,12 @@ class EngineImpl final : public Engine {
 EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   BRISK_CHECK(options.block_size > 0, "block_size must be positive, got {}", options.block_size);
   backend_ = make_backend(options.backend);
+  if (options.profile_ops) {
+    auto timer = std::make_unique<OpTimingBackend>(std::move(backend_));
+    timer->set_label("start-up");
+    op_timer_ = timer.get();
+    backend_ = std::move(timer);
+  }
   ModelLoadOptions load;
   load.dummy_weights = options.dummy_weights;
   load.max_model_len = options.max_model_len;
@@ -214,7 +223,7 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);
   runner_ = std::make_unique<ModelRunner>(*model_, num_blocks_, options.block_size, !options.enforce_eager,
                                           options.max_num_seqs);
-  if (options.profile_steps) profiler_ = std::make_unique<StepProfiler>(model_->config());
+  if (options.profile_steps || options.profile_ops) profiler_ = std::make_unique<StepProfiler>(model_->config());
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -250,6 +259,14 @@ EngineStats EngineImpl::stats() const {
 StepProfile EngineImpl::step_profile() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return profiler_ ? profiler_->profile() : StepProfile{};
+}
+
+std::vector<OpProfileEntry> EngineImpl::op_profile() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<OpProfileEntry> out;
+  if (op_timer_ != nullptr)
+    for (const OpTime& t : op_timer_->totals()) out.push_back({t.label, t.op, t.num_calls, t.device_s});
+  return out;
 }
 
 void EngineImpl::shutdown() {
@@ -398,6 +415,7 @@ std::optional<EngineImpl::InFlightStep> EngineImpl::launch_step(bool overlapped)
   if (plan.empty()) return std::nullopt;
   InFlightStep f;
   if (profiler_) f.shape = profiler_->shape(plan);
+  if (op_timer_ != nullptr) op_timer_->set_label(f.shape.kind_name);
   try {
     f.step = runner_->launch(plan, profiler_ != nullptr);
   } catch (const std::exception& e) {
@@ -447,6 +465,10 @@ void EngineImpl::collect_step(InFlightStep& f) {
     return;
   }
   const auto collected = std::chrono::steady_clock::now();
+  if (op_timer_ != nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    op_timer_->flush();  // waits for the next step's ops too: op timing runs without overlap
+  }
   int64_t num_appended = 0;
   for (SampledToken& s : sampled) {
     Request& r = *s.request;

@@ -28,6 +28,7 @@ StepShape StepProfiler::shape(const BatchPlan& plan) {
     if (chunk.samples) s.flops += 2 * hidden * static_cast<double>(c.vocab_size);
   }
   s.kind = any_prompt ? (any_decode ? &profile_.mixed : &profile_.prefill) : &profile_.decode;
+  s.kind_name = any_prompt ? (any_decode ? "mixed" : "prefill") : "decode";
   return s;
 }
 

@@ -15,6 +15,7 @@ namespace brisk {
 // What is known of a step when it is launched.
 struct StepShape {
   StepKindProfile* kind = nullptr;  // the profile's entry for its kind
+  const char* kind_name = "";       // "decode", "mixed" or "prefill"
   int64_t num_tokens = 0;
   double flops = 0;
 };

@@ -2,6 +2,7 @@
 // cancellation and errors never change a greedy output, and every request ends exactly once.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -355,6 +356,28 @@ TEST(Engine, StepsOverlapAndAStopDropsTheTokenComputedPastIt) {
   EXPECT_EQ(profile.prefill.num_tokens, static_cast<int64_t>(c.prompt.size()));
   EXPECT_GE(profile.decode.num_steps, static_cast<int64_t>(stop_at));
   EXPECT_GT(profile.decode.flops, 0);
+}
+
+TEST(Engine, OpProfileTimesEveryOpByStepKindAndChangesNothing) {
+  EngineOptions o = options_with(256, 2048, true);
+  o.profile_ops = true;
+  auto engine = Engine::create(o);
+  auto c = golden_cases()[0];
+  EXPECT_EQ(testing::run_request(*engine, greedy(c.prompt, static_cast<int64_t>(c.greedy.size()))).tokens, c.greedy);
+  std::map<std::string, int64_t> calls;  // "kind/op"
+  for (const OpProfileEntry& e : engine->op_profile()) {
+    calls[e.step_kind + "/" + e.op] += e.num_calls;
+    EXPECT_GE(e.device_s, 0.0);
+  }
+  // The test model: 2 layers of hidden 64, 4 heads and 1 KV head of 64, tied embeddings (lm_head
+  // is the 512 x 64 embedding table); one prefill step, then a decode step per later token.
+  const int64_t num_decodes = static_cast<int64_t>(c.greedy.size()) - 1;
+  EXPECT_EQ(calls["prefill/gemm 384x64"], 2);
+  EXPECT_EQ(calls["prefill/rope_kv_append + attention (prompt chunks)"], 2);
+  EXPECT_EQ(calls["decode/gemm 384x64"], 2 * num_decodes);
+  EXPECT_EQ(calls["decode/rope_kv_append + attention (one token a sequence)"], 2 * num_decodes);
+  EXPECT_EQ(calls["decode/sample"], num_decodes);
+  EXPECT_EQ(calls["decode/feed_tokens"], num_decodes);  // each takes its token from the step before, on the device
 }
 
 TEST(Engine, PenaltiesWaitForTheStepInFlight) {
