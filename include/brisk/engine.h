@@ -20,8 +20,11 @@ struct EngineOptions {
   std::string backend = "cpu";          // "cpu" or "cuda"
   bool dummy_weights = false;           // random weights from config.json alone
   int64_t max_model_len = 0;            // 0: the model's max_position_embeddings
-  int64_t max_num_seqs = 256;           // sequences running at once
-  int64_t max_num_batched_tokens = 2048;  // token budget of one step (prefill chunks + decodes)
+  // Sequences running at once and the token budget of one step (prefill chunks + decodes). On the
+  // H200 (Llama-3-8B shape, 1000 ShareGPT conversations at once) 512 / 8192 served 15.5k output
+  // tok/s against 14.3-14.5k at 256 / 2048 and 15.3k at 1024 / 8192 (docs/perf/serving.md).
+  int64_t max_num_seqs = 512;
+  int64_t max_num_batched_tokens = 8192;
   // Tokens per KV block. 64: the attention kernels then copy whole 64-key blocks (H200, Llama-3-8B
   // shapes, against 16: decode attention 8 x 4096 3.55 -> 3.62 TB/s, prefill 4 x 4096 512 -> 540
   // TFLOP/s, 1000 ShareGPT prompts 58.5 -> 59.4 requests/s); prefix caching reuses whole blocks.

@@ -282,7 +282,7 @@ TEST(Engine, RejectsBadSampleCountsAndTopLogprobs) {
   auto engine = Engine::create(options_with(64, 2048, true));
   GenerationRequest r = greedy({1, 2, 3}, 4);
   r.sampling.n = 0;
-  EXPECT_NE(testing::run_request(*engine, r).error.find("n must be in [1, max_num_seqs = 256], got 0"), std::string::npos);
+  EXPECT_NE(testing::run_request(*engine, r).error.find("n must be in [1, max_num_seqs = 512], got 0"), std::string::npos);
   r.sampling.n = 1;
   r.sampling.top_logprobs = 21;
   EXPECT_NE(testing::run_request(*engine, r).error.find("top_logprobs must be in [0, 20], got 21"), std::string::npos);
