@@ -14,12 +14,15 @@ std::unique_ptr<DecodeGraphs> DecodeGraphs::create(LlamaModel& model, KvCache& c
   // Every bucket is recorded now, on padding inputs (they write no KV), so that no step waits for
   // a recording. The first one probes: a backend without graphs records nothing.
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t bucket : graphs->buckets_) {
-    graphs->fill({}, bucket);
-    if (!graphs->record(bucket)) return nullptr;
+  for (int64_t bound : graphs->context_bounds_) {
+    for (int64_t bucket : graphs->buckets_) {
+      graphs->fill({}, {bucket, bound});
+      if (!graphs->record({bucket, bound})) return nullptr;
+    }
   }
-  spdlog::info("recorded {} decode step graphs (batches of 1 to {}) in {:.2f} s", graphs->buckets_.size(),
-               graphs->max_seqs_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  spdlog::info("recorded {} decode step graphs (batches of 1 to {}, {} context bounds) in {:.2f} s",
+               graphs->graphs_.size(), graphs->max_seqs_, graphs->context_bounds_.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return graphs;
 }
 
@@ -29,6 +32,8 @@ DecodeGraphs::DecodeGraphs(LlamaModel& model, KvCache& cache, int64_t max_num_se
   for (int64_t b = 16; b < max_num_seqs + 8; b += 8) buckets_.push_back(std::min(b, max_num_seqs));
   buckets_.erase(std::unique(buckets_.begin(), buckets_.end()), buckets_.end());
   max_seqs_ = buckets_.back();
+  for (int64_t bound = 1024; bound < model.max_model_len(); bound *= 4) context_bounds_.push_back(bound);
+  context_bounds_.push_back(model.max_model_len());
   max_blocks_per_seq_ = (model.max_model_len() + cache.block_size() - 1) / cache.block_size();
   const int64_t sizes[kNumFields] = {max_seqs_, max_seqs_, max_seqs_, max_seqs_ + 1, max_seqs_, max_seqs_,
                                      max_seqs_ * max_blocks_per_seq_};
@@ -43,7 +48,8 @@ int64_t DecodeGraphs::bucket_for(int64_t num_seqs) const {
   return *std::lower_bound(buckets_.begin(), buckets_.end(), num_seqs);
 }
 
-ForwardBatch DecodeGraphs::batch_for(int64_t bucket) const {
+ForwardBatch DecodeGraphs::batch_for(Key key) const {
+  const int64_t bucket = key.first;
   auto field = [&](Field f, Shape shape) {
     return TensorView(inputs_.data_as<int32_t>() + offset_[f], DType::kI32, shape, inputs_.view().device());
   };
@@ -56,7 +62,7 @@ ForwardBatch DecodeGraphs::batch_for(int64_t bucket) const {
   batch.logits_indices = field(kLogitsIndices, {bucket});
   batch.block_tables = field(kBlockTables, {bucket, max_blocks_per_seq_});
   batch.max_query_len = 1;
-  batch.max_context_len = static_cast<int>(model_.max_model_len());
+  batch.max_context_len = static_cast<int>(key.second);
   return batch;
 }
 
@@ -69,10 +75,15 @@ bool DecodeGraphs::covers(const std::vector<SequenceChunk>& chunks) const {
 
 ForwardBatch DecodeGraphs::prepare(const std::vector<SequenceChunk>& chunks) {
   BRISK_ASSERT(covers(chunks));
-  return fill(chunks, bucket_for(static_cast<int64_t>(chunks.size())));
+  int64_t max_context = 0;
+  for (const SequenceChunk& c : chunks) max_context = std::max<int64_t>(max_context, c.num_cached + 1);
+  const int64_t bound = *std::lower_bound(context_bounds_.begin(), context_bounds_.end(), max_context);
+  prepared_ = {bucket_for(static_cast<int64_t>(chunks.size())), bound};
+  return fill(chunks, prepared_);
 }
 
-ForwardBatch DecodeGraphs::fill(const std::vector<SequenceChunk>& chunks, int64_t bucket) {
+ForwardBatch DecodeGraphs::fill(const std::vector<SequenceChunk>& chunks, Key key) {
+  const int64_t bucket = key.first;
   const int64_t num_seqs = static_cast<int64_t>(chunks.size());
   const int block_size = cache_.block_size();
   int32_t* in = host_inputs_.data();
@@ -96,18 +107,19 @@ ForwardBatch DecodeGraphs::fill(const std::vector<SequenceChunk>& chunks, int64_
   const int64_t used = offset_[kBlockTables] + bucket * max_blocks_per_seq_;
   Backend& backend = model_.backend();
   backend.copy(inputs_.view().slice(0, 0, used), TensorView(host_inputs_.data(), DType::kI32, {used}));
-  return batch_for(bucket);
+  return batch_for(key);
 }
 
-bool DecodeGraphs::record(int64_t bucket) {
-  const ForwardBatch batch = batch_for(bucket);
-  TensorView logits = logits_.view().slice(0, 0, bucket);
-  graphs_[bucket] = model_.backend().record_graph([&] { model_.forward(batch, cache_, logits); });
-  return graphs_[bucket] != nullptr;
+bool DecodeGraphs::record(Key key) {
+  const ForwardBatch batch = batch_for(key);
+  TensorView logits = logits_.view().slice(0, 0, key.first);
+  graphs_[key] = model_.backend().record_graph([&] { model_.forward(batch, cache_, logits); });
+  return graphs_[key] != nullptr;
 }
 
 TensorView DecodeGraphs::replay(int64_t num_seqs) {
-  graphs_.at(bucket_for(num_seqs))->replay();
+  BRISK_ASSERT(num_seqs <= prepared_.first);
+  graphs_.at(prepared_)->replay();
   return logits_.view().slice(0, 0, num_seqs);
 }
 
