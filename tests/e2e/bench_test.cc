@@ -5,14 +5,12 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "run_brisk.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,24 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-RunResult run_brisk(const std::string& args) {
-  const fs::path err_file = testing::make_temp_dir("brisk-bench-stderr") / "stderr.txt";
-  std::string command = std::string(BRISK_BINARY) + " " + args + " 2>" + err_file.string();
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed for " + command);
-  std::string out;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, testing::read_file(err_file)};
-}
+// stdout and stderr apart: the JSON report is on stdout, the workload line on stderr.
+using testing::RunResult;
+RunResult run_brisk(const std::string& args) { return testing::run_brisk(args, /*separate_stderr=*/true); }
 
 fs::path repo_dir() { return testing::test_data_dir().parent_path().parent_path(); }
 fs::path tiny_austen() { return repo_dir() / "models" / "tiny-austen"; }

@@ -1,14 +1,11 @@
 // The `brisk` binary end to end: output formats, seeds, and clear errors for bad input.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "run_brisk.h"
 #include "test_util.h"
 
 namespace brisk {
@@ -16,22 +13,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-RunResult run_brisk(const std::string& args) {
-  std::string command = std::string(BRISK_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed for " + command);
-  std::string out;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::run_brisk;
+using testing::RunResult;
 
 fs::path model_dir(const std::string& name) { return testing::test_data_dir() / "models" / name; }
 const char* kModel = "llama-gqa4-hd64-tied-llama3rope-bf16";
