@@ -3,9 +3,9 @@
 //   penalties (repetition over prompt + output, frequency/presence over output) -> greedy argmax
 //   (lowest index on ties) or temperature -> top_k -> top_p -> min_p -> inverse-CDF draw with the
 //   same counter-based uniform(seed, step); the log-probability comes from the raw logits.
-// Performance: one block reads a row many times (latency-bound on one SM): ~60 us greedy and
-// ~1 ms with top-k/top-p at vocab 128k before loop unrolling; splitting a row over several
-// blocks or pre-filtering candidates is the next step.
+// Performance: one block reads a row several times, bound by the loads one SM keeps in flight
+// (the max, argmax and log-sum-exp passes load four logits at a time); splitting a row over
+// several blocks or pre-filtering candidates is the next step.
 // Sort-free: the top-k / top-p thresholds are found by a 16-ary search over the logits' 32-bit
 // order-preserving keys (8 passes of 4 bits), each pass a block-wide histogram of counts or
 // probability mass. Weights are exp(logit - max) in fp32 summed in double (the CPU uses double
@@ -83,10 +83,30 @@ __device__ float block_max(float value, SampleShared& sh) {
   return result;
 }
 
+// Calls fn(logit, index) for this thread's share of a row, its indices ascending. A 16-byte aligned
+// row is read four logits a load: one block streams a whole row, so loads in flight bound it.
+template <typename Fn>
+__device__ __forceinline__ void for_each_logit(const float* row, int64_t vocab, Fn&& fn) {
+  int64_t scalar_start = 0;
+  if (reinterpret_cast<uintptr_t>(row) % 16 == 0) {
+    const float4* quads = reinterpret_cast<const float4*>(row);
+    const int64_t num_quads = vocab / 4;
+#pragma unroll 4
+    for (int64_t q = threadIdx.x; q < num_quads; q += blockDim.x) {
+      const float4 x = quads[q];
+      fn(x.x, 4 * q);
+      fn(x.y, 4 * q + 1);
+      fn(x.z, 4 * q + 2);
+      fn(x.w, 4 * q + 3);
+    }
+    scalar_start = num_quads * 4;
+  }
+  for (int64_t v = scalar_start + threadIdx.x; v < vocab; v += blockDim.x) fn(row[v], v);
+}
+
 __device__ float row_max(const float* logits, int64_t vocab, SampleShared& sh) {
   float value = -INFINITY;
-#pragma unroll 8
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) value = fmaxf(value, logits[v]);
+  for_each_logit(logits, vocab, [&](float logit, int64_t) { value = fmaxf(value, logit); });
   return block_max(value, sh);
 }
 
@@ -109,13 +129,12 @@ __device__ int block_first_index_of(float value, int index, float max_value, Sam
 __device__ int block_argmax(const float* logits, int64_t vocab, SampleShared& sh) {
   float best = -INFINITY;
   int best_index = INT32_MAX;
-#pragma unroll 8
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
-    if (logits[v] > best) {  // per thread, indices ascend: the first maximum stays
-      best = logits[v];
+  for_each_logit(logits, vocab, [&](float logit, int64_t v) {
+    if (logit > best) {  // per thread, indices ascend: the first maximum stays
+      best = logit;
       best_index = static_cast<int>(v);
     }
-  }
+  });
   const int result = block_first_index_of(best, best_index, block_max(best, sh), sh);
   return result == INT32_MAX ? 0 : result;
 }
@@ -362,8 +381,7 @@ __device__ float raw_logprob(const float* raw, int64_t vocab, int token, SampleS
   const float max_logit = row_max(raw, vocab, sh);
   if (!isfinite(max_logit)) return static_cast<float>(static_cast<double>(raw[token]) - max_logit);
   double local = 0.0;
-#pragma unroll 8
-  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) local += expf(raw[v] - max_logit);
+  for_each_logit(raw, vocab, [&](float logit, int64_t) { local += expf(logit - max_logit); });
   const double sum = block_sum_double(local, sh);
   const double log_sum_exp = static_cast<double>(max_logit) + log(sum);
   return static_cast<float>(static_cast<double>(raw[token]) - log_sum_exp);
