@@ -1,7 +1,6 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
-#include <iterator>
 
 #include "core/error.h"
 
@@ -26,21 +25,12 @@ ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, 
 
 ModelRunner::~ModelRunner() = default;
 
-LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
-  BRISK_CHECK(num_launched_ - num_collected_ < 2, "model runner: two launched steps are still uncollected");
-  Backend& backend = model_.backend();
-  LaunchedStep step;
-  step.slot = static_cast<int>(num_launched_ % 2);
-  if (timed) step.start = backend.record_fence();
-  std::vector<SequenceChunk> chunks;
-  std::vector<int32_t> feed_dst, feed_src;  // pending tokens: step token index <- previous row
-  int32_t num_step_tokens = 0;
+ModelRunner::StepInputs ModelRunner::gather(const BatchPlan& plan) const {
+  StepInputs in;
   // One-token chunks first: a mixed step's attention then splits (ForwardBatch::num_decode_seqs).
-  std::vector<ScheduledChunk> ordered;
-  std::copy_if(plan.chunks.begin(), plan.chunks.end(), std::back_inserter(ordered),
-               [](const ScheduledChunk& c) { return c.num_new_tokens == 1; });
-  std::copy_if(plan.chunks.begin(), plan.chunks.end(), std::back_inserter(ordered),
-               [](const ScheduledChunk& c) { return c.num_new_tokens != 1; });
+  std::vector<ScheduledChunk> ordered = plan.chunks;
+  std::stable_partition(ordered.begin(), ordered.end(), [](const ScheduledChunk& c) { return c.num_new_tokens == 1; });
+  int32_t num_step_tokens = 0;
   for (const ScheduledChunk& c : ordered) {
     Request* r = c.request;
     const int64_t start = r->blocks.num_computed();
@@ -53,34 +43,45 @@ LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
       }
       BRISK_ASSERT(i == num_known && i == start + c.num_new_tokens - 1 && r->num_pending > 0 && r->pending_row >= 0);
       chunk.tokens.push_back(0);  // replaced on the device by feed_tokens
-      feed_dst.push_back(num_step_tokens + static_cast<int32_t>(i - start));
-      feed_src.push_back(r->pending_row);
+      in.feed_dst.push_back(num_step_tokens + static_cast<int32_t>(i - start));
+      in.feed_src.push_back(r->pending_row);
     }
     chunk.num_cached = static_cast<int32_t>(start);
     chunk.block_table = r->blocks.block_table();
     chunk.want_last_logits = c.samples;
     num_step_tokens += static_cast<int32_t>(c.num_new_tokens);
-    chunks.push_back(std::move(chunk));
-    if (c.samples) step.sampling.push_back(r);
+    in.chunks.push_back(std::move(chunk));
+    if (c.samples) in.sampling.push_back(r);
   }
+  return in;
+}
+
+LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
+  BRISK_CHECK(num_launched_ - num_collected_ < 2, "model runner: two launched steps are still uncollected");
+  Backend& backend = model_.backend();
+  LaunchedStep step;
+  step.slot = static_cast<int>(num_launched_ % 2);
+  if (timed) step.start = backend.record_fence();
+  StepInputs in = gather(plan);
+  step.sampling = std::move(in.sampling);
   const int64_t num_sampling = static_cast<int64_t>(step.sampling.size());
   BRISK_CHECK(num_sampling <= max_num_seqs_, "model runner: {} sequences sample in one step, more than max_num_seqs {}",
               num_sampling, max_num_seqs_);
   // The pending tokens, from the previous step's sampled ids into this step's inputs.
   auto feed = [&](const ForwardBatch& batch) {
-    if (feed_dst.empty()) return;
+    if (in.feed_dst.empty()) return;
     std::vector<Tensor> keep;
-    const Shape shape{static_cast<int64_t>(feed_dst.size())};
-    backend.feed_tokens({batch.token_ids, to_backend(backend, TensorView(feed_dst.data(), DType::kI32, shape), keep),
-                         to_backend(backend, TensorView(feed_src.data(), DType::kI32, shape), keep), sampled_ids_});
+    const Shape shape{static_cast<int64_t>(in.feed_dst.size())};
+    backend.feed_tokens({batch.token_ids, to_backend(backend, TensorView(in.feed_dst.data(), DType::kI32, shape), keep),
+                         to_backend(backend, TensorView(in.feed_src.data(), DType::kI32, shape), keep), sampled_ids_});
   };
   Tensor eager_logits;  // lives until the sampler has been queued
   TensorView logits;
-  if (graphs_ && graphs_->covers(chunks)) {
-    feed(graphs_->prepare(chunks));
-    logits = graphs_->replay(static_cast<int64_t>(chunks.size()));
+  if (graphs_ && graphs_->covers(in.chunks)) {
+    feed(graphs_->prepare(in.chunks));
+    logits = graphs_->replay(static_cast<int64_t>(in.chunks.size()));
   } else {
-    BatchInputs inputs(chunks, cache_.block_size());
+    BatchInputs inputs(in.chunks, cache_.block_size());
     const ForwardBatch batch = inputs.upload(backend);
     feed(batch);
     eager_logits = Tensor(backend.allocator(), DType::kF32, {num_sampling, model_.config().vocab_size});

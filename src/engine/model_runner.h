@@ -48,6 +48,14 @@ class ModelRunner {
   std::vector<SampledToken> collect(const LaunchedStep& step);
 
  private:
+  // A plan's chunks in the order the step runs them, and its pending tokens' places.
+  struct StepInputs {
+    std::vector<SequenceChunk> chunks;
+    std::vector<Request*> sampling;  // the chunks' requests that sample, in row order
+    std::vector<int32_t> feed_dst;   // index of a pending token among the step's tokens
+    std::vector<int32_t> feed_src;   // its row in the previous step's sampled ids
+  };
+  StepInputs gather(const BatchPlan& plan) const;
   // Host memory one step's sampled ids, logprobs and top logprobs are copied into.
   struct HostSlot {
     Tensor tokens, logprobs, top_tokens, top_logprobs;
