@@ -68,10 +68,6 @@ void EventQueue::push(RequestEvent event) {
 
 namespace {
 
-bool has_penalties(const SamplingRow& row) {
-  return row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f || row.presence_penalty != 0.0f;
-}
-
 RequestEvent finished_event(FinishReason reason, std::string error, int64_t num_prompt_tokens = 0,
                             int64_t num_cached_prompt_tokens = 0, int32_t index = 0) {
   RequestEvent e;
@@ -393,7 +389,7 @@ void EngineImpl::admit_new_requests() {
       prepare(*sample, i);
       r->waiting_samples.push_back(std::move(sample));
     }
-    if (has_penalties(row)) num_penalized_ += s.n;
+    if (row.has_penalties()) num_penalized_ += s.n;
     scheduler_->add(r.get());
     const uint64_t id = r->id;
     requests_.emplace(id, std::move(r));
@@ -537,7 +533,7 @@ void EngineImpl::start_waiting_samples(Request& r) {
 void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
   scheduler_->remove(&r);
   r.finished = true;
-  if (has_penalties(r.row)) num_penalized_ -= 1 + static_cast<int64_t>(r.waiting_samples.size());
+  if (r.row.has_penalties()) num_penalized_ -= 1 + static_cast<int64_t>(r.waiting_samples.size());
   refresh_stats();  // a client that saw the terminal event sees the blocks freed
   const auto num_prompt_tokens = static_cast<int64_t>(r.prompt.size());
   // Samples that never started end the way their request did before any token.

@@ -108,8 +108,7 @@ void ModelRunner::sample(TensorView logits, const std::vector<Request*>& samplin
     SamplingRow row = r->row;
     row.step = static_cast<uint64_t>(r->num_generated + r->num_pending);  // the draw's index
     rows.push_back(row);
-    penalties = penalties || row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f ||
-                row.presence_penalty != 0.0f;
+    penalties = penalties || row.has_penalties();
   }
   for (Request* r : penalties ? sampling : std::vector<Request*>{}) {
     BRISK_CHECK(r->num_pending == 0, "model runner: penalties need every output token, and request {} has {} "
