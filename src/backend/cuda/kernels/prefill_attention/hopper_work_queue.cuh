@@ -18,12 +18,8 @@ struct HopperWork {
 // Item `item`: sequence by sequence, each in longest-first order (row tiles from the last one
 // down, the long causal rows first; then kv heads), so that the blocks working at once take
 // several row tiles of the same one or two sequences, whose K / V stay in L2 between them.
-// num_rows <= 0: the sequence has no such row tile. The whole batch in longest-first order (row
-// tiles, then sequences, then kv heads) had the blocks working at once on up to 17 sequences,
-// each row tile reading its K / V from DRAM again (ragged batch: 60% of DRAM bandwidth, 2.9 TB/s,
-// ncu): H200, 2026-12-02, that order / groups of 8, 4, 2 sequences / one: 4 x 4096 549 / 547 /
-// 547 / 561 / 568 TFLOP/s, ragged 64 x 100-2000 381-385 / 413 / 419 / 410 / 422 (1 x 16384 and
-// the 2048-token chunk, one sequence, 592-635 and 640-644 in every run).
+// num_rows <= 0: the sequence has no such row tile. (The whole batch in longest-first order had
+// the blocks working at once on many sequences, each row tile reading its K / V from DRAM again.)
 template <int kRows, int kTileKeys>
 __device__ __forceinline__ HopperWork hopper_work(const PrefillAttentionArgs& a, int item, int group) {
   HopperWork w;

@@ -4,9 +4,6 @@
 // kernel (prefill_attention.cuh).
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <optional>
-#include <string>
 
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 
@@ -58,19 +55,6 @@ const TableEntry* find_entry(FloatType kv_type, int head_dim) {
   return nullptr;
 }
 
-// BRISK_PREFILL_KERNEL: nullopt for the mma.sync kernel.
-std::optional<PrefillHopperVariant> kernel_choice() {
-  static const std::optional<PrefillHopperVariant> choice = []() -> std::optional<PrefillHopperVariant> {
-    const char* value = std::getenv("BRISK_PREFILL_KERNEL");
-    const std::string name = value != nullptr ? value : "";
-    if (name == "mma") return std::nullopt;
-    if (name == "hopper-serial") return PrefillHopperVariant::kSerial;
-    if (name == "hopper-overlap") return PrefillHopperVariant::kOverlap;
-    return PrefillHopperVariant::kPingPong;
-  }();
-  return choice;
-}
-
 }  // namespace prefill
 
 bool prefill_attention_supports(FloatType kv_type, int head_dim) {
@@ -89,10 +73,9 @@ bool launch_prefill_attention(const PrefillAttentionArgs& args, int num_sms, cud
   PrefillAttentionArgs a = args;
   const int64_t rows = int64_t{a.num_heads / a.num_kv_heads} * a.max_query_len;
   a.num_row_tiles = static_cast<int>((rows + entry->shape.rows() - 1) / entry->shape.rows());
-  const std::optional<PrefillHopperVariant> choice = prefill::kernel_choice();
   // The Hopper kernel's items take num_row_tiles of the table's shape: the row counts must agree.
-  if (choice && entry->shape.rows() == kPrefillHopperRows && prefill_attention_hopper_supports(a)) {
-    launch_prefill_attention_hopper(a, *choice, num_sms, stream);
+  if (entry->shape.rows() == kPrefillHopperRows && prefill_attention_hopper_supports(a)) {
+    launch_prefill_attention_hopper(a, num_sms, stream);
     return true;
   }
   entry->launch(a, stream);

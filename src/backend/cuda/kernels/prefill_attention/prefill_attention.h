@@ -50,10 +50,7 @@ bool prefill_attention_supports(FloatType kv_type, int head_dim);
 // The shape the table picks for the key (a default shape when there is none).
 PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim);
 // Launches the kernel: the Hopper one (wgmma + TMA, prefill_attention_hopper.cuh) where it
-// applies, else the mma.sync one of the table. BRISK_PREFILL_KERNEL (read once) picks another
-// for benchmarks and bisection: "mma" (the table's), "hopper-overlap", "hopper-serial"
-// (PrefillHopperVariant); BRISK_PREFILL_Q=consumers has the Hopper kernel's consumers load Q
-// instead of the copy engine. Returns false, launching nothing, when neither has a kernel for
+// applies, else the mma.sync one of the table. Returns false, launching nothing, when neither has a kernel for
 // (kv_type, head_dim): the caller reports it. num_sms sizes the Hopper kernel's persistent grid.
 bool launch_prefill_attention(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream);
 
@@ -63,12 +60,6 @@ bool launch_prefill_attention(const PrefillAttentionArgs& a, int num_sms, cudaSt
 // hold the same 128 rows as the table's hd 64 / 128 shapes (num_row_tiles is shared).
 bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a);
 constexpr int kPrefillHopperRows = 128;  // query rows per work item
-// Main loops: ping-pong (the default: tile t's S and softmax run while tile t - 1's P V is on
-// the tensor cores, and the two consumer warpgroups take turns issuing their MMAs, so one's
-// softmax overlaps the other's MMAs), overlap (the same without the turns), serial (one tile at
-// a time). All compute the same thing.
-enum class PrefillHopperVariant { kPingPong, kOverlap, kSerial };
-void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms,
-                                     cudaStream_t stream);
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream);
 
 }  // namespace brisk::cuda

@@ -1,10 +1,6 @@
 // The Hopper prefill attention kernel (prefill_attention_hopper.cuh): its instances and the
-// launcher. Instances: KV dtype x head dim x main loop (PrefillHopperVariant), with the pipeline
-// depth that fits shared memory (hd 128: 32 KB of Q + 3 stages of 64 KB of K / V;
-// hd 64: 16 KB + 4 x 32 KB).
-#include <cstdlib>
-#include <string>
-
+// launcher. Instances: KV dtype x head dim, with the pipeline depth that fits shared memory
+// (hd 128: 32 KB of Q + 3 stages of 64 KB of K / V; hd 64: 16 KB + 4 x 32 KB).
 #include "backend/cuda/kernels/prefill_attention/cache_tensor_map.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention_hopper.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -13,16 +9,7 @@ namespace brisk::cuda {
 namespace prefill {
 namespace {
 
-// BRISK_PREFILL_Q=consumers (read once) keeps the consumers' Q load, for comparison.
-bool q_by_tma_allowed() {
-  static const bool allowed = [] {
-    const char* value = std::getenv("BRISK_PREFILL_Q");
-    return value == nullptr || std::string(value) != "consumers";
-  }();
-  return allowed;
-}
-
-template <FloatType kKvType, int kHeadDim, int kLoop>
+template <FloatType kKvType, int kHeadDim>
 void launch_hopper(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream) {
   constexpr int kStages = kHeadDim == 128 ? 3 : 4;
   using Config = HopperConfig<kHeadDim, kStages>;
@@ -33,24 +20,12 @@ void launch_hopper(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stre
   // Q by TMA when one box per panel can hold an item's rows as they are: q already in the KV
   // dtype, 16-byte rows (q_vectorized), whole tokens per item (kRows a multiple of the group).
   const int group = a.num_heads / a.num_kv_heads;
-  extras.q_by_tma = q_by_tma_allowed() && a.q_type == kKvType && a.q_vectorized && Config::kRows % group == 0 &&
+  extras.q_by_tma = a.q_type == kKvType && a.q_vectorized && Config::kRows % group == 0 &&
                     group <= 256 && a.num_tokens > 0;
   CUtensorMap q_map{};
   if (extras.q_by_tma) q_map = make_query_tensor_map(a, group, Config::kRows / group);
-  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages, kLoop>(a, maps.k, maps.v, q_map, extras,
-                                                                            num_sms, stream);
-}
-
-template <FloatType kKvType, int kHeadDim>
-void launch_variant(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms, cudaStream_t stream) {
-  switch (variant) {
-    case PrefillHopperVariant::kSerial:
-      return launch_hopper<kKvType, kHeadDim, kLoopSerial>(a, num_sms, stream);
-    case PrefillHopperVariant::kOverlap:
-      return launch_hopper<kKvType, kHeadDim, kLoopOverlap>(a, num_sms, stream);
-    case PrefillHopperVariant::kPingPong:
-      return launch_hopper<kKvType, kHeadDim, kLoopPingPong>(a, num_sms, stream);
-  }
+  launch_prefill_attention_hopper_instance<kKvType, kHeadDim, kStages>(a, maps.k, maps.v, q_map, extras, num_sms,
+                                                                     stream);
 }
 
 }  // namespace
@@ -68,16 +43,13 @@ bool prefill_attention_hopper_supports(const PrefillAttentionArgs& a) {
          tensor_map_encoding_available();
 }
 
-void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, PrefillHopperVariant variant, int num_sms,
-                                     cudaStream_t stream) {
-  using prefill::launch_variant;
+void launch_prefill_attention_hopper(const PrefillAttentionArgs& a, int num_sms, cudaStream_t stream) {
+  using prefill::launch_hopper;
   const bool bf16 = a.kv_type == FloatType::kBF16;
   if (a.head_dim == 128) {
-    bf16 ? launch_variant<FloatType::kBF16, 128>(a, variant, num_sms, stream)
-         : launch_variant<FloatType::kF16, 128>(a, variant, num_sms, stream);
+    bf16 ? launch_hopper<FloatType::kBF16, 128>(a, num_sms, stream) : launch_hopper<FloatType::kF16, 128>(a, num_sms, stream);
   } else {
-    bf16 ? launch_variant<FloatType::kBF16, 64>(a, variant, num_sms, stream)
-         : launch_variant<FloatType::kF16, 64>(a, variant, num_sms, stream);
+    bf16 ? launch_hopper<FloatType::kBF16, 64>(a, num_sms, stream) : launch_hopper<FloatType::kF16, 64>(a, num_sms, stream);
   }
 }
 

@@ -61,13 +61,8 @@ __device__ __forceinline__ void store_out_pair(const PrefillAttentionArgs& a, bo
 // 16-byte stores in the KV dtype, each quad first transposes its pieces of chunks 4 m .. 4 m
 // + 3, so that lane t4 stores chunk 4 m + t4 whole: a quarter of the store instructions, each
 // writing whole sectors, as streaming stores (evict first: the output is not read again here,
-// and the K / V stay in L2). The pair stores they replace held the consumers up at every
-// item's end: H200, 2026-12-02, TFLOP/s, two runs each, 4 x 4096 578-584 -> 592-593, ragged 64
-// x 100-2000 444-446 -> 454-460, 2048 after 14336 654-656 -> 658 (1 x 16384 624-662 either
-// way); then streaming stores with the causal-only mask (the kernel's softmax_rows) 596-597 ->
-// 612-614, 458-459 -> 487-496, 655-657 -> 661-662 (1 x 16384 617-668). With no stores at all (an
-// experiment, before both) 4 x 4096 ran 631 and the ragged batch 526; a copy-out through
-// shared memory would need 32 KB that the Q tile and three K / V stages leave no room for.
+// and the K / V stay in L2): the consumers' stores at an item's end were a large part of an
+// item's fixed cost (docs/perf/prefill_attention.md).
 template <FloatType kKvType, int kHeadDim>
 __device__ __forceinline__ void store_output_rows(const PrefillAttentionArgs& a, const float (&o)[kHeadDim / 2],
                                                   const float (&l)[2], int q_begin, int row0, int num_rows,
