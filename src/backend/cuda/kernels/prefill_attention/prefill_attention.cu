@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/kernels/dispatch_table.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 
 namespace brisk::cuda {
@@ -16,7 +17,7 @@ void launch_prefill_attention_instance(const PrefillAttentionArgs& a, cudaStream
 // Instances: key (KV dtype, head_dim), then the shape (m-tiles per warp, keys per tile, stages,
 // blocks per SM). Rows per block = 64 x m-tiles; two m-tiles per warp let each K / V fragment
 // read from shared memory feed two mma's (mma.sync is bound by ldmatrix bandwidth otherwise).
-// hd 128: 128 rows x 64 keys, 2 stages (96 KB), 2 blocks per SM; Q is re-read from shared
+// hd 128: 128 rows x 32 keys, 3 stages (80 KB), 2 blocks per SM; Q is re-read from shared
 // memory per k-step (in registers it would need 64 more). hd 256: 64 rows x 32 keys.
 #define BRISK_PREFILL_INSTANCES(X) \
   X(FloatType::kBF16, 64, 2, 64, 3, 2)  \
@@ -32,42 +33,28 @@ void launch_prefill_attention_instance(const PrefillAttentionArgs& a, cudaStream
 BRISK_PREFILL_INSTANCES(BRISK_DECLARE)
 #undef BRISK_DECLARE
 
-using Launcher = void (*)(const PrefillAttentionArgs&, cudaStream_t);
-struct TableEntry {
-  FloatType kv_type;
-  int head_dim;
-  PrefillKernelShape shape;
-  Launcher launch;
-};
-
-constexpr TableEntry kTable[] = {
+using Entry = KernelEntry<PrefillAttentionArgs, PrefillKernelShape>;
+constexpr Entry kTable[] = {
 #define BRISK_ENTRY(type, head_dim, m_tiles, tile_keys, stages, blocks) \
-  {type, head_dim, {m_tiles, tile_keys, stages, blocks},                \
+  {type, head_dim, 0, {m_tiles, tile_keys, stages, blocks},             \
    &launch_prefill_attention_instance<type, head_dim, m_tiles, tile_keys, stages, blocks>},
     BRISK_PREFILL_INSTANCES(BRISK_ENTRY)
 #undef BRISK_ENTRY
 };
 
-const TableEntry* find_entry(FloatType kv_type, int head_dim) {
-  for (const TableEntry& entry : kTable) {
-    if (entry.kv_type == kv_type && entry.head_dim == head_dim) return &entry;
-  }
-  return nullptr;
-}
-
 }  // namespace prefill
 
 bool prefill_attention_supports(FloatType kv_type, int head_dim) {
-  return prefill::find_entry(kv_type, head_dim) != nullptr;
+  return find_kernel(prefill::kTable, kv_type, head_dim) != nullptr;
 }
 
 PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim) {
-  const prefill::TableEntry* entry = prefill::find_entry(kv_type, head_dim);
+  const prefill::Entry* entry = find_kernel(prefill::kTable, kv_type, head_dim);
   return entry != nullptr ? entry->shape : PrefillKernelShape{};
 }
 
 bool launch_prefill_attention(const PrefillAttentionArgs& args, int num_sms, cudaStream_t stream) {
-  const prefill::TableEntry* entry = prefill::find_entry(args.kv_type, args.head_dim);
+  const prefill::Entry* entry = find_kernel(prefill::kTable, args.kv_type, args.head_dim);
   if (entry == nullptr) return false;
   if (args.num_tokens == 0 || args.num_seqs == 0 || args.max_query_len <= 0) return true;
   PrefillAttentionArgs a = args;
