@@ -20,14 +20,12 @@ struct EngineOptions {
   std::string backend = "cpu";          // "cpu" or "cuda"
   bool dummy_weights = false;           // random weights from config.json alone
   int64_t max_model_len = 0;            // 0: the model's max_position_embeddings
-  // Sequences running at once and the token budget of one step (prefill chunks + decodes). On the
-  // H200 (Llama-3-8B shape, 1000 ShareGPT conversations at once) 512 / 8192 served 15.5k output
-  // tok/s against 14.3-14.5k at 256 / 2048 and 15.3k at 1024 / 8192 (docs/perf/serving.md).
+  // Sequences running at once and the token budget of one step (prefill chunks + decodes): the
+  // best of a measured sweep (docs/perf/serving.md).
   int64_t max_num_seqs = 512;
   int64_t max_num_batched_tokens = 8192;
-  // Tokens per KV block. 64: the attention kernels then copy whole 64-key blocks (H200, Llama-3-8B
-  // shapes, against 16: decode attention 8 x 4096 3.55 -> 3.62 TB/s, prefill 4 x 4096 512 -> 540
-  // TFLOP/s, 1000 ShareGPT prompts 58.5 -> 59.4 requests/s); prefix caching reuses whole blocks.
+  // Tokens per KV block. 64: the attention kernels then copy whole 64-key blocks, faster than 16
+  // (docs/perf/serving.md); prefix caching reuses whole blocks.
   int block_size = 64;
   // Fraction of free memory ("0.9") or a size ("4GiB"); empty: 0.9 on a GPU, 0.2 of available
   // host memory on the CPU (pages are only touched as the cache fills).

@@ -2,10 +2,8 @@
 // the same dtype. Bandwidth-bound: every weight byte is read once with 16-byte streaming loads,
 // four k-steps in flight per warp; x (a few KB) is served from L1. Each warp owns kCols output
 // columns (rows of w) for all M rows, accumulating in fp32; a warp reduction ends the dot
-// products and y is rounded once. On the H200 at M = 1 (Llama-8B shapes) it matches cuBLASLt:
-// gate_up and lm_head at the copy limit, down at ~80%, qkv and o_proj at ~67% (12-18 us
-// kernels, where launch and ramp-up cost several us); fusing the neighbouring small kernels is
-// the next step there.
+// products and y is rounded once. It matches cuBLASLt at M = 1 (docs/perf/gemm.md) and, unlike
+// it, can be launched as a programmatic dependent inside decode graphs.
 #include <cstdint>
 
 #include "backend/cuda/kernels/float_io.cuh"

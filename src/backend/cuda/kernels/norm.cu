@@ -163,8 +163,8 @@ __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
 // rope_kv_append with 16-byte accesses (RopeKvAppendArgs::vectorized): a group of head_dim / 16
 // lanes takes one (token, head) of q, k or v, lane j of it the 8 elements [8 j, 8 j + 8) of the
 // head's first half and their rotation partners in the second half. A warp takes 32 / (head_dim /
-// 16) consecutive items at once (H200, 32 / 8 heads, head_dim 128, 4096 tokens: 183 us with the
-// kernel above, one warp per head and 2-byte accesses). The arithmetic is the kernel above's.
+// 16) consecutive items at once (the kernel above, one warp per head and 2-byte accesses, is
+// several times slower: docs/perf/gemm.md). The arithmetic is the kernel above's.
 __global__ void rope_kv_append_vec_kernel(RopeKvAppendArgs a, int group_lanes_log2) {
   pdl_wait();
   pdl_release();
