@@ -17,6 +17,7 @@
 
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/decode_plan.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 #include "backend/cuda/ops/cuda_ops.h"
