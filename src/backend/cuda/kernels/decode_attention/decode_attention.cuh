@@ -70,6 +70,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
     new_kv.store(a, w.kv_head);
     __syncthreads();
   }
+  // The fill goes out before q, except in a single wave (above).
   if (!a.single_wave && !start.fill_early) tiles.issue_fill(ring_s, fill_ids);
   query.load(a, w);
   asm volatile("" ::: "memory");  // the q loads are issued here, ahead of a single wave's fill

@@ -31,7 +31,9 @@ __device__ __forceinline__ void attention_store(const AttentionArgs& a, const At
     } else {
       const int64_t item = (int64_t{w.split} * a.num_tokens + token) * a.num_heads + head;
 #pragma unroll
-      for (int c = 0; c < kDimsPerLane; ++c) a.partial_acc[item * kHeadDim + mainloop.lane + 32 * c] = mainloop.acc[i][c];
+      for (int c = 0; c < kDimsPerLane; ++c) {
+        a.partial_acc[item * kHeadDim + mainloop.lane + 32 * c] = mainloop.acc[i][c];
+      }
       if (mainloop.lane == 0) {
         a.partial_ml[item * 2] = mainloop.m[i];
         a.partial_ml[item * 2 + 1] = mainloop.l[i];
