@@ -1,9 +1,10 @@
-// Attention dispatch: head-dim instantiations (32 and 64 here, 128 and 256 in
-// attention_large.cu so the two compile in parallel), the split-KV plan and the combine kernel.
+// Generic attention dispatch (generic_attention/): head-dim instantiations (32 and 64 here, 128
+// and 256 in attention_large.cu so the two compile in parallel) and the combine kernel; the
+// split-KV plan is generic_attention/attention_plan.cc.
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cuda/kernels/attention_kernel.cuh"
+#include "backend/cuda/kernels/generic_attention/attention_kernel.cuh"
 
 namespace brisk::cuda {
 
@@ -44,31 +45,10 @@ __global__ void attention_combine_kernel(AttentionArgs a) {
   }
 }
 
-int rows_per_block(int head_dim) {
-  switch (head_dim) {
-    case 32: return AttentionConfig<32>::kRows;
-    case 64: return AttentionConfig<64>::kRows;
-    case 128: return AttentionConfig<128>::kRows;
-    default: return AttentionConfig<256>::kRows;
-  }
-}
-
 }  // namespace
 
 bool attention_supports_head_dim(int head_dim) {
   return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
-}
-
-int attention_num_splits(const AttentionArgs& a, int num_sms) {
-  const AttentionTiling tiling = attention_tiling(a, rows_per_block(a.head_dim));
-  const int64_t blocks =
-      int64_t{tiling.num_query_tiles} * a.num_seqs * a.num_kv_heads * tiling.num_head_chunks;
-  const int64_t max_context = a.max_context_len > 0 ? a.max_context_len
-                                                    : a.max_blocks_per_seq * a.block_size;
-  // Split only when the grid cannot fill the GPU and each split still gets >= 256 keys.
-  if (blocks >= num_sms || max_context < 512) return 1;
-  const int64_t wanted = (2 * int64_t{num_sms} + blocks - 1) / blocks;
-  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, max_context / 256), 1, 32));
 }
 
 void launch_attention(const AttentionArgs& a, cudaStream_t stream) {

@@ -1,5 +1,5 @@
 // head_dim 128 and 256 instantiations of the attention kernel (see attention.cu).
-#include "backend/cuda/kernels/attention_kernel.cuh"
+#include "backend/cuda/kernels/generic_attention/attention_kernel.cuh"
 
 namespace brisk::cuda {
 

@@ -2,7 +2,7 @@
 // f16 KV, head_dim 64 / 128 / 256, power-of-two block size) go to the tensor-core decode kernel
 // (kernels/decode_attention/), other batches with such KV to the tensor-core prefill kernel
 // (kernels/prefill_attention/); the rest (fp32 KV, head_dim 32, other block sizes) to the
-// generic kernel (kernels/attention_kernel.cuh). The ragged layout and the block tables are read on the device;
+// generic kernel (kernels/generic_attention/). The ragged layout and the block tables are read on the device;
 // reads outside a sequence's block table or the cache give zeros instead of the CPU reference's
 // up-front errors (those would need a device-to-host copy). max_query_len and max_context_len,
 // when given, must be upper bounds: they size the grid. The launch shape depends on host-known
@@ -17,6 +17,7 @@
 
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/decode_plan.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 #include "backend/cuda/ops/cuda_ops.h"

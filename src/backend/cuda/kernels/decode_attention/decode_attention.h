@@ -1,7 +1,8 @@
 // Decode attention over the paged KV cache: the kernel the attention op uses when every sequence
 // has at most kDecodeMaxQueryLen new tokens (decode, and speculative-decoding verification).
 // Host-side view of the kernel family (no CUDA device code, no fmt): the argument struct, the
-// declared support matrix, the split-KV cost model and the launcher. See decode_attention.cuh.
+// declared support matrix and the launcher; the launch plan (row chunks, splits, fused append,
+// single wave) is decode_plan.h. See decode_attention.cuh.
 //
 // Support matrix (the dispatch table in decode_attention.cu is built from it):
 //   KV dtype  bf16, f16 (q and out: any float dtype, converted on load / store)
@@ -25,7 +26,7 @@ constexpr int kDecodeMaxSplits = 128;
 
 // The shape of one kernel instance: warps per thread block (each takes 16 keys of every key
 // tile, so a tile holds 16 * warps keys), shared-memory pipeline stages, and the thread blocks
-// that fit on one SM (shared memory bound). The split-KV cost model reads it.
+// that fit on one SM (shared memory bound). The split-KV cost model (decode_plan.h) reads it.
 struct DecodeKernelShape {
   int warps = 4;
   int stages = 3;
@@ -66,20 +67,6 @@ bool decode_attention_supports(FloatType kv_type, int head_dim);
 // The shape of the kernel the table picks for the key and the context bound (some keys have a
 // shape for short contexts: more, smaller blocks hide their start-up better).
 DecodeKernelShape decode_attention_shape(FloatType kv_type, int head_dim, int64_t max_context_len);
-// ceil(group * max_query_len / 16).
-int decode_attention_row_chunks(int group, int max_query_len);
-// The split-KV cost model: from the grid without splits, the kernel's shape, the SM count and
-// the context bound (a.max_context_len).
-int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);
-// Whether the fused RoPE and KV append (DecodeAttentionArgs::rope) pays for the launch of `a` (num_splits
-// set): every block holding new keys appends them before its main loop, which a split grid asks
-// of its last splits only and long blocks hide. H200, 32 / 8 heads, bf16, fused against
-// rope_kv_append + attention: 1 x 32768 39.0 us against 38.7 + ~2.5; 64 x 4096 255.3 against
-// 252.3 + 4.8; but 256 x 512 (one block per sequence and kv head, 512 keys) 151.2 against 140.5 +
-// ~5. So: fused with splits or contexts over 1024 keys.
-bool decode_attention_fuses_append(const DecodeAttentionArgs& a);
-// Whether the launch of `a` (num_splits set) fits in one wave of the kernel's blocks.
-bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms);
 // Launches the attention kernel (with num_splits > 1, partial_acc, partial_ml and merge_counters
 // must be set). Returns false, launching nothing, when the table has no kernel for
 // (kv_type, head_dim): the caller reports it.

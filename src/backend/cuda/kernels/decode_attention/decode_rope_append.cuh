@@ -1,5 +1,8 @@
 // The decode attention kernel's fused RoPE and KV append (DecodeAttentionArgs::rope,
-// decode_attention.cuh): q rotated as it loads, the new tokens' K / V written into the cache.
+// decode_attention.cuh), in place of a separate rope_kv_append launch per layer: q rows are
+// rotated as they load, and a block whose keys include the new tokens writes their rotated K and
+// V into the cache before copying the tiles that hold them (before its pipeline fill only where
+// the fill holds them: decode_startup).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,51 @@
+// The compile-time shape of one decode attention kernel instance (decode_attention.h:
+// DecodeKernelShape): its shared-memory plan and the copy mapping of its K / V tiles.
+#pragma once
+
+#include "backend/cuda/kernels/decode_attention/decode_attention.h"
+
+namespace brisk::cuda::decode {
+
+constexpr int kKeysPerWarp = 16;  // each warp takes 16 keys of every tile: one m16n8k16 S tile pair
+static_assert(kDecodeRowsPerBlock == 16);
+
+template <int kHeadDimArg, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg>
+struct DecodeConfig {
+  static constexpr int kHeadDim = kHeadDimArg;
+  static constexpr int kWarps = kWarpsArg;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kTileKeys = kWarps * kKeysPerWarp;  // keys per pipeline stage
+  static constexpr int kStages = kStagesArg;
+  static constexpr int kBlocksPerSm = kBlocksPerSmArg;
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per key row
+  static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;  // K (or V) of one stage
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kPipeBytes = kStages * kStageBytes;
+  static constexpr int kQBytes = kDecodeRowsPerBlock * kHeadDim * 2;
+  static constexpr int kReduceStride = kHeadDim + 4;  // floats; padding against bank conflicts
+  static constexpr int kReduceBytes = kWarps * kDecodeRowsPerBlock * kReduceStride * 4;
+  // The ring holds the pipeline, then the epilogue's warp reduction, then the split merge's buffer.
+  static constexpr int kRingBytes = kPipeBytes > kReduceBytes ? kPipeBytes : kReduceBytes;
+  static constexpr int kMlBytes = kWarps * kDecodeRowsPerBlock * 2 * 4;
+  static constexpr int kSharedBytes = kQBytes + kRingBytes + kMlBytes;
+  static constexpr int kLoadsPerThread = kTileKeys * kChunks / kThreads;  // per K (or V) tile
+  static constexpr int kKeyStep = kThreads / kChunks;  // keys between a thread's loads
+  static_assert(kThreads % kChunks == 0 && kLoadsPerThread * kKeyStep == kTileKeys);
+  static_assert(kStages >= 2);
+  static constexpr int kQLoadsPerThread = kDecodeRowsPerBlock * kChunks / kThreads;  // 8-element runs of q
+  static_assert(kQLoadsPerThread * kThreads == kDecodeRowsPerBlock * kChunks);
+  // q's A fragments stay in registers up to head_dim 128; at 256 they would push O's 128
+  // accumulators into spills, so they are re-read from shared memory per tile.
+  static constexpr bool kQInRegisters = kHeadDim <= 128;
+  // Tiles each block prefetches into L2 before its PDL wait: 128 KB of K and V per SM in all
+  // (2 tiles at head_dim 128); fewer or more were slower (docs/perf/decode_attention.md).
+  static constexpr int kPrefetchTiles = 128 * 1024 / (kBlocksPerSm * kStageBytes);
+  // K / V copies with an L2 evict-first policy: read once, their lines are the first to make
+  // room, so they do not push out the lines prefetched for the tiles ahead, nor anything else in
+  // L2. Not in the 2-warp and head_dim 256 shapes: there ptxas 13.0 emits some hinted copies with
+  // a uniform-register descriptor it never writes (an illegal instruction at run time).
+  static constexpr bool kKvEvictFirst = kWarps == 4 && kHeadDim <= 128;
+  static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
+};
+
+}  // namespace brisk::cuda::decode

@@ -1,0 +1,170 @@
+// The decode attention kernel's mainloop: key tiles of 16 kWarps keys (K and V) stream through a
+// kStages-deep shared-memory ring (paged_kv_tiles.cuh: 16-byte cp.async with zero fill, rows
+// XOR-swizzled for conflict-free ldmatrix), so (kStages - 1) tiles per block are in flight. The
+// block-table entries of a tile are loaded one tile ahead, so issuing copies never waits on them.
+// Warp w takes keys [16 w, 16 w + 16) of each tile (with block size 16 one contiguous 16 x
+// head_dim block): S = Q K^T (16 x 16, fp32 accumulators), causal / sliding-window mask per row,
+// online softmax in log2 units, P rounded to the KV dtype, O += P V (16 x head_dim, fp32).
+//
+// Thread layout (mma.sync m16n8k16): lane = 4 g + t4 holds rows g and g + 8 of S and O.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/kernels/decode_attention/decode_config.cuh"
+#include "backend/cuda/kernels/decode_attention/decode_work.cuh"
+#include "backend/cuda/kernels/mma_common.cuh"
+
+namespace brisk::cuda::decode {
+
+template <FloatType kKvType, typename C>
+struct DecodeMainloop {
+  static constexpr int kHeadDim = C::kHeadDim;
+  using Kv = KvTraits<kKvType>;
+
+  int lane, warp, g, t4;
+  int row_hi[2], row_lo[2];       // rows g, g + 8 see keys [row_lo, row_hi]; none for padding rows
+  int last_position, lowest_key;  // the union of every row's keys
+  float scale_log2;
+  float m[2];  // running max of the scaled scores (log2 units)
+  float l[2];  // this thread's share of the running sums
+  float acc[kHeadDim / 8][4];
+  uint32_t q_base;  // q_s's shared address
+  uint32_t q_frag[C::kQInRegisters ? kHeadDim / 16 : 1][4];
+
+  __device__ __forceinline__ DecodeMainloop(const DecodeAttentionArgs& a, const DecodeWork& w, const DecodeKeys& keys,
+                                                 const uint8_t* q_s) {
+    lane = static_cast<int>(threadIdx.x) % 32;
+    warp = static_cast<int>(threadIdx.x) / 32;
+    g = lane / 4;
+    t4 = lane % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = g + 8 * h;
+      row_hi[h] = -1;
+      row_lo[h] = 0;
+      if (r < w.num_rows) {
+        row_hi[h] = w.context_len - w.q_len + (w.row0 + r) / w.group;
+        row_lo[h] = a.sliding_window > 0 ? row_hi[h] - a.sliding_window + 1 : 0;
+      }
+    }
+    last_position = keys.last_position;
+    lowest_key = keys.lowest_key;
+    scale_log2 = a.scale * kLog2e;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.0f;
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    q_base = shared_address(q_s);
+  }
+
+  // A fragment of q for k-step kk (16 head dims).
+  __device__ __forceinline__ void load_q_frag(uint32_t (&frag)[4], int kk) const {
+    const int matrix = lane / 8;
+    ldmatrix_x4(frag, q_base + swizzled<C::kChunks>((matrix & 1) * 8 + lane % 8, kk * 2 + (matrix >> 1)));
+  }
+
+  // After q_s is written and a barrier.
+  __device__ __forceinline__ void load_q() {
+    if constexpr (C::kQInRegisters) {
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) load_q_frag(q_frag[kk], kk);
+    }
+  }
+
+  // The split's tiles, the pipeline filled (PagedKvTiles::issue_fill) and ids the ids of tile
+  // kStages - 1.
+  template <typename Tiles>
+  __device__ __forceinline__ void run(const Tiles& tiles, int (&ids)[C::kLoadsPerThread], uint8_t* ring_s,
+                                      const DecodeKeys& keys) {
+    for (int t = 0; t < keys.num_tiles; ++t) {
+      cp_async_wait<C::kStages - 2>();
+      __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
+      tiles.issue(t + C::kStages - 1, ids, ring_s);
+      cp_async_commit();
+      tiles.fetch_ids(t + C::kStages, ids);
+      tile(keys.split_key0 + t * C::kTileKeys + warp * kKeysPerWarp, ring_s + (t % C::kStages) * C::kStageBytes);
+    }
+  }
+
+  // The warp's 16 keys of one tile, from warp_key0; stage: the tile's {K, V} in the ring.
+  __device__ __forceinline__ void tile(int warp_key0, const uint8_t* stage) {
+    if (warp_key0 > last_position || warp_key0 + kKeysPerWarp - 1 < lowest_key) return;  // no row sees them
+    const uint32_t k_base = shared_address(stage);
+    const uint32_t v_base = k_base + C::kTileBytes;
+    float s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    scores(s, k_base);
+    uint32_t p_frag[4];
+    softmax(s, warp_key0, p_frag);
+    accumulate_pv(p_frag, v_base);
+  }
+
+  // S = Q K^T for the warp's 16 keys: n-tile 0 = keys 0-7, n-tile 1 = keys 8-15.
+  __device__ __forceinline__ void scores(float (&s)[2][4], uint32_t k_base) const {
+    const int matrix = lane / 8;
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t qa[4];
+      if constexpr (C::kQInRegisters) {
+        qa[0] = q_frag[kk][0];
+        qa[1] = q_frag[kk][1];
+        qa[2] = q_frag[kk][2];
+        qa[3] = q_frag[kk][3];
+      } else {
+        load_q_frag(qa, kk);
+      }
+      uint32_t b[4];
+      ldmatrix_x4(b, k_base + swizzled<C::kChunks>(warp * kKeysPerWarp + (matrix >> 1) * 8 + lane % 8,
+                                                   kk * 2 + (matrix & 1)));
+      Kv::mma(s[0], qa, b[0], b[1]);
+      Kv::mma(s[1], qa, b[2], b[3]);
+    }
+  }
+
+  // Mask, online softmax (log2 units), O rescaled, P in the KV dtype as the A operand of P V.
+  __device__ __forceinline__ void softmax(const float (&s)[2][4], int warp_key0, uint32_t (&p_frag)[4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float x[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = warp_key0 + (e >> 1) * 8 + 2 * t4 + (e & 1);
+        const bool visible = key <= row_hi[h] && key >= row_lo[h];
+        x[e] = visible ? s[e >> 1][2 * h + (e & 1)] * scale_log2 : -INFINITY;
+      }
+      const float tile_max = quad_max(fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3])));
+      const float m_new = fmaxf(m[h], tile_max);
+      const float base = m_new == -INFINITY ? 0.0f : m_new;
+      const float alpha = exp2f(m[h] - base);  // 0 while nothing was visible
+      m[h] = m_new;
+      float p[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[e] = exp2f(x[e] - base);
+      // a0/a2: row g, keys 2 t4 (+8); a1/a3: row g + 8. Sums use the rounded weights.
+      float r0, r1, r2, r3;
+      p_frag[h] = Kv::pack(p[0], p[1], r0, r1);
+      p_frag[h + 2] = Kv::pack(p[2], p[3], r2, r3);
+      l[h] = l[h] * alpha + ((r0 + r1) + (r2 + r3));
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n) {
+        acc[n][2 * h] *= alpha;
+        acc[n][2 * h + 1] *= alpha;
+      }
+    }
+  }
+
+  // O += P V: V rows are keys (k), columns head dims (n), read transposed.
+  __device__ __forceinline__ void accumulate_pv(const uint32_t (&p_frag)[4], uint32_t v_base) {
+    const int matrix = lane / 8;
+#pragma unroll
+    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, v_base + swizzled<C::kChunks>(warp * kKeysPerWarp + (matrix & 1) * 8 + lane % 8,
+                                                         dn * 2 + (matrix >> 1)));
+      Kv::mma(acc[2 * dn], p_frag, b[0], b[1]);
+      Kv::mma(acc[2 * dn + 1], p_frag, b[2], b[3]);
+    }
+  }
+};
+
+}  // namespace brisk::cuda::decode
