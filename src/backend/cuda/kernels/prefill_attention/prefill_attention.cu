@@ -1,11 +1,10 @@
 // Prefill attention: the dispatch table over the support matrix (prefill_attention.h) and the
-// launcher. The kernels are instantiated one head dim per file (prefill_attention_hd*.cu) so
-// that they compile in parallel; the tile shapes below are the heuristics, kept apart from the
-// kernel (prefill_attention.cuh).
+// launcher, which takes the Hopper kernel where it applies.
 #include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/kernels/dispatch_table.h"
+#include "backend/cuda/kernels/prefill_attention/instances/instances.inc"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 
 namespace brisk::cuda {
@@ -14,19 +13,8 @@ namespace prefill {
 template <FloatType kKvType, int kHeadDim, int kMTiles, int kTileKeys, int kStages, int kBlocksPerSm>
 void launch_prefill_attention_instance(const PrefillAttentionArgs& a, cudaStream_t stream);
 
-// Instances: key (KV dtype, head_dim), then the shape (m-tiles per warp, keys per tile, stages,
-// blocks per SM). Rows per block = 64 x m-tiles; two m-tiles per warp let each K / V fragment
-// read from shared memory feed two mma's (mma.sync is bound by ldmatrix bandwidth otherwise).
-// hd 128: 128 rows x 32 keys, 3 stages (80 KB), 2 blocks per SM; Q is re-read from shared
-// memory per k-step (in registers it would need 64 more). hd 256: 64 rows x 32 keys.
-#define BRISK_PREFILL_INSTANCES(X) \
-  X(FloatType::kBF16, 64, 2, 64, 3, 2)  \
-  X(FloatType::kF16, 64, 2, 64, 3, 2)   \
-  X(FloatType::kBF16, 128, 2, 32, 3, 2) \
-  X(FloatType::kF16, 128, 2, 32, 3, 2)  \
-  X(FloatType::kBF16, 256, 1, 32, 2, 2) \
-  X(FloatType::kF16, 256, 1, 32, 2, 2)
-
+// The instances (instances/, generated with their support matrix by tools/gen_kernel_instances.py)
+// and the dispatch table built from them.
 #define BRISK_DECLARE(type, head_dim, m_tiles, tile_keys, stages, blocks)                             \
   extern template void launch_prefill_attention_instance<type, head_dim, m_tiles, tile_keys, stages, blocks>( \
       const PrefillAttentionArgs&, cudaStream_t);

@@ -1,17 +1,18 @@
-// Generic attention dispatch (generic_attention/): head-dim instantiations (32 and 64 here, 128
-// and 256 in attention_large.cu so the two compile in parallel) and the combine kernel; the
-// split-KV plan is generic_attention/attention_plan.cc.
+// Generic attention dispatch: the head dims of the instances (instances/, generated with their
+// support matrix by tools/gen_kernel_instances.py) and the combine kernel; the split-KV plan is
+// attention_plan.cc.
 #include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/kernels/generic_attention/attention_kernel.cuh"
+#include "backend/cuda/kernels/generic_attention/instances/instances.inc"
 
 namespace brisk::cuda {
 
-template void launch_attention_head_dim<32>(const AttentionArgs&, cudaStream_t);
-template void launch_attention_head_dim<64>(const AttentionArgs&, cudaStream_t);
-extern template void launch_attention_head_dim<128>(const AttentionArgs&, cudaStream_t);
-extern template void launch_attention_head_dim<256>(const AttentionArgs&, cudaStream_t);
+#define BRISK_DECLARE(head_dim) \
+  extern template void launch_attention_head_dim<head_dim>(const AttentionArgs&, cudaStream_t);
+BRISK_GENERIC_ATTENTION_INSTANCES(BRISK_DECLARE)
+#undef BRISK_DECLARE
 
 namespace {
 
@@ -48,16 +49,22 @@ __global__ void attention_combine_kernel(AttentionArgs a) {
 }  // namespace
 
 bool attention_supports_head_dim(int head_dim) {
-  return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
+#define BRISK_CASE(instance_head_dim) \
+  if (head_dim == instance_head_dim) return true;
+  BRISK_GENERIC_ATTENTION_INSTANCES(BRISK_CASE)
+#undef BRISK_CASE
+  return false;
 }
 
 void launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.num_tokens == 0 || a.num_seqs == 0) return;
   switch (a.head_dim) {
-    case 32: launch_attention_head_dim<32>(a, stream); break;
-    case 64: launch_attention_head_dim<64>(a, stream); break;
-    case 128: launch_attention_head_dim<128>(a, stream); break;
-    case 256: launch_attention_head_dim<256>(a, stream); break;
+#define BRISK_CASE(head_dim)                     \
+  case head_dim:                                 \
+    launch_attention_head_dim<head_dim>(a, stream); \
+    break;
+    BRISK_GENERIC_ATTENTION_INSTANCES(BRISK_CASE)
+#undef BRISK_CASE
     default: return;  // the host side checked attention_supports_head_dim
   }
   if (a.num_splits > 1) {
