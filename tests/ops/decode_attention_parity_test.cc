@@ -121,8 +121,7 @@ INSTANTIATE_TEST_SUITE_P(DTypes, DecodeAttention, ::testing::Values(DType::kBF16
 // take four copies of the batch in turn, so that none finds K / V in L2 from the call before, as
 // in the engine (the other layers run in between): the kernel's evict-first copies leave the
 // lines it prefetched for its first tiles in L2, and with one cache for every call those served
-// the next call (H200, 2026-12-02: 1 x 32768 35.2 us against 37.1 over four caches, 8 x 4096 33.7
-// against 35.4; without the policy 38.0-38.3 either way).
+// the next call (docs/perf/decode_attention.md).
 void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num_kv_heads) {
   constexpr int kHeadDim = 128;
   constexpr int kCopies = 4;
@@ -167,6 +166,45 @@ void decode_attention_perf(int num_seqs, int context_len, int num_heads, int num
     const int c = call++ % kCopies;
     cuda_backend().rope_append_attention(ropes[c], batches[c].params);
   }, 48);
+}
+
+// A decode step of serving traffic (issue #31: ShareGPT, ~140 running sequences of a few hundred
+// keys each): contexts spread over 16 .. 1100, the attention op alone over four caches as above,
+// with the context bound the engine's decode graphs pass (the bucket over 1100: 4096) and with the
+// batch's true maximum (eager steps).
+void decode_attention_serving_perf(int num_seqs) {
+  constexpr int kHeadDim = 128, kHeads = 32, kKvHeads = 8, kCopies = 4;
+  std::vector<Seq> seqs;
+  double keys = 0;
+  for (int i = 0; i < num_seqs; ++i) {
+    const int len = 16 + (i * 7919 + 104729) % 1085;  // a fixed spread over [16, 1100]
+    seqs.push_back({1, len});
+    keys += len;
+  }
+  std::vector<DeviceAttentionBatch> batches;
+  for (int c = 0; c < kCopies; ++c)
+    batches.push_back(make_device_attention_batch(seqs, kHeads, kKvHeads, kHeadDim, perf_block_size()));
+  const double kv_bytes = keys * kKvHeads * kHeadDim * 2 * 2;
+  const double flops = 4.0 * kHeads * kHeadDim * keys;
+  for (const int bound : {0, 4096}) {
+    std::vector<AttentionParams> params;
+    for (DeviceAttentionBatch& b : batches) {
+      params.push_back(b.params);
+      if (bound > 0) params.back().max_context_len = bound;
+    }
+    const std::string shape = "bf16 B " + std::to_string(num_seqs) + " ctx 16-1100 " +
+                              (bound > 0 ? "bound " + std::to_string(bound) : std::string("true max")) + " 32/8";
+    int call = 0;
+    report_perf("decode_attention", shape, kv_bytes, flops,
+                [&] { cuda_backend().attention(params[call++ % kCopies]); }, 48);
+  }
+}
+
+TEST(DecodeAttentionPerf, ServingShapes) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  decode_attention_serving_perf(64);
+  decode_attention_serving_perf(160);
+  decode_attention_serving_perf(320);
 }
 
 // The five shapes of issue #7; bench/attention_peers.py times cuDNN and FlashAttention-2 on the
