@@ -15,10 +15,11 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/make_backend.h"
 #include "core/error.h"
 #include "model/int4_weight.h"
 #ifdef BRISK_WITH_CUDA
-#include "backend/cuda/caller_stream.h"
+#include "backend/caller_stream.h"
 #endif
 
 namespace nb = nanobind;

@@ -7,10 +7,6 @@
 
 namespace brisk {
 
-#ifdef BRISK_WITH_CUDA
-std::unique_ptr<Backend> make_cuda_backend();
-#endif
-
 uint64_t Backend::free_memory_bytes() const {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
@@ -57,18 +53,6 @@ TensorView to_backend(Backend& backend, TensorView host, std::vector<Tensor>& ke
   keep.emplace_back(backend.allocator(), host.dtype(), host.shape());
   backend.copy(keep.back(), host);
   return keep.back().view();
-}
-
-std::unique_ptr<Backend> make_backend(const std::string& name) {
-  if (name == "cpu") return make_cpu_backend();
-#ifdef BRISK_WITH_CUDA
-  if (name == "cuda") return make_cuda_backend();
-#else
-  if (name == "cuda")
-    throw_error(ErrorCode::kUnsupported,
-                "backend 'cuda' requested but this brisk was built without CUDA (use the cuda preset)");
-#endif
-  throw_error(ErrorCode::kInvalidArgument, "unknown backend '{}' (expected cpu or cuda)", name);
 }
 
 }  // namespace brisk

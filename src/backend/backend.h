@@ -235,12 +235,8 @@ class Backend {
   virtual std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>& ops);
 };
 
-std::unique_ptr<Backend> make_cpu_backend();
-
 // A view of host data usable by the backend's ops: the host view itself when the backend shares
 // host memory, else a device copy appended to `keep` (which must outlive the view's use).
 TensorView to_backend(Backend& backend, TensorView host, std::vector<Tensor>& keep);
-// "cpu", or "cuda" when brisk was built with CUDA; anything else is a clear error.
-std::unique_ptr<Backend> make_backend(const std::string& name);
 
 }  // namespace brisk

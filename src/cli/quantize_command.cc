@@ -1,13 +1,13 @@
 // `brisk quantize`: a dense Hugging Face folder -> an AutoAWQ-compatible int4 folder
-// (model/model_quantizer.h). --method awq tokenizes the calibration text with the model's own
+// (quant/model_quantizer.h). --method awq tokenizes the calibration text with the model's own
 // tokenizer and runs the calibration forward on the CPU backend.
 #include <fmt/format.h>
 
-#include "backend/backend.h"
+#include "backend/make_backend.h"
 #include "brisk/status.h"
 #include "cli/commands.h"
 #include "core/file_util.h"
-#include "model/model_quantizer.h"
+#include "quant/model_quantizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace brisk::cli {
@@ -62,7 +62,7 @@ Runner add_quantize_command(CLI::App& app) {
     std::unique_ptr<Backend> backend;
     if (args->options.method == "awq") {
       args->options.calibration = calibration_tokens(*args);
-      backend = make_cpu_backend();
+      backend = make_backend("cpu");
       args->options.backend = backend.get();
     }
     quantize_model(args->model, args->out, args->options);

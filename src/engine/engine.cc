@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend/make_backend.h"
 #include "backend/op_timing_backend.h"
 #include "core/error.h"
 #include "engine/model_runner.h"

@@ -90,28 +90,4 @@ void SequenceBlocks::free_all() {
   num_cached_prefix_ = 0;
 }
 
-int64_t SequenceBlocks::num_blocks_for_fork() const {
-  return num_computed_ % pool_->block_size() != 0 ? 1 : 0;
-}
-
-std::optional<SequenceFork> SequenceBlocks::fork() {
-  const int64_t num_full = num_full_blocks();
-  std::optional<BlockCopy> copy;
-  if (num_blocks_for_fork() > 0) {
-    const std::optional<BlockId> dst = pool_->allocate();
-    if (!dst) return std::nullopt;
-    copy = BlockCopy{block_table_[num_full], *dst};
-  }
-  SequenceBlocks child(*pool_);
-  for (int64_t i = 0; i < num_full; ++i) {
-    pool_->add_ref(block_table_[i]);
-    child.block_table_.push_back(block_table_[i]);
-  }
-  if (copy) child.block_table_.push_back(copy->dst);
-  child.block_hashes_ = block_hashes_;  // one per computed full block, all shared
-  child.num_computed_ = num_computed_;
-  child.num_cached_prefix_ = num_cached_prefix_;
-  return SequenceFork{std::move(child), copy};
-}
-
 }  // namespace brisk

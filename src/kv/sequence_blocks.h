@@ -5,30 +5,20 @@
 //   commit_computed(tokens, n) after that step: n more tokens computed; registers full blocks
 //   free_all()                 when finished, cancelled or preempted (recompute later)
 //
-// Parallel samples (n > 1) share the prompt through fork(). Why no copy-on-write is needed: a
-// sequence only ever writes KV at positions >= num_computed(), i.e. into its last, partial block
-// or into new ones. Full blocks are therefore immutable and safe to share by refcount. The one
-// block that is still written, the partial last block, is never shared: the fork gets its own
-// block and a BlockCopy telling the model runner to copy the parent's partial block into it on
-// the device before the fork's next step.
+// Parallel samples (n > 1) share the prompt's full blocks through the prefix cache: the engine
+// starts samples 1..n-1 once sample 0 has computed the prompt, and their match_prefix() takes
+// its cached blocks. No copy-on-write is needed: a sequence only ever writes KV at positions
+// >= num_computed(), i.e. into its last, partial block or into new ones, so full blocks are
+// immutable and safe to share by refcount, and a partial block is never shared.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <vector>
 
 #include "kv/block_pool.h"
 
 namespace brisk {
-
-// Device copy of one whole KV block (every layer, K and V) from src to dst.
-struct BlockCopy {
-  BlockId src;
-  BlockId dst;
-};
-
-struct SequenceFork;
 
 class SequenceBlocks {
  public:
@@ -64,13 +54,6 @@ class SequenceBlocks {
   // sequence to empty. Idempotent.
   void free_all();
 
-  // A sibling sharing every computed full block (refcount up) and with a private copy of the
-  // partial last block if there is one (see the file comment). nullopt, changing nothing, when
-  // that copy's block cannot be allocated. Blocks allocated past num_computed() are not shared.
-  std::optional<SequenceFork> fork();
-  // Blocks fork() needs from the pool: 1 if the last computed block is partial, else 0.
-  int64_t num_blocks_for_fork() const;
-
   const std::vector<BlockId>& block_table() const { return block_table_; }
   int64_t num_computed() const { return num_computed_; }
   int64_t num_cached_prefix() const { return num_cached_prefix_; }
@@ -84,11 +67,6 @@ class SequenceBlocks {
   std::vector<uint64_t> block_hashes_;
   int64_t num_computed_ = 0;
   int64_t num_cached_prefix_ = 0;
-};
-
-struct SequenceFork {
-  SequenceBlocks blocks;
-  std::optional<BlockCopy> copy;  // the partial last block to copy on the device, if any
 };
 
 }  // namespace brisk

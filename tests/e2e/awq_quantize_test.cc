@@ -1,4 +1,4 @@
-// AWQ quantization (model/awq_search.h, model/awq_scaling.h, `quantize_model` with method awq):
+// AWQ quantization (quant/awq_search.h, quant/awq_scaling.h, `quantize_model` with method awq):
 // - folding scales keeps a dense model's function (every test architecture, random scales);
 // - the search's fake quantization is quantize_rtn's;
 // - on the trained default model (models/tiny-austen, real activation statistics), AWQ's int4
@@ -18,15 +18,16 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "core/host_convert.h"
-#include "model/activation_sampler.h"
-#include "model/awq_scaling.h"
-#include "model/awq_search.h"
 #include "model/forward_batch.h"
 #include "model/int4_weight.h"
 #include "model/kv_cache.h"
 #include "model/llama_model.h"
-#include "model/model_quantizer.h"
+#include "quant/activation_sampler.h"
+#include "quant/awq_scaling.h"
+#include "quant/awq_search.h"
+#include "quant/model_quantizer.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <ostream>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -73,9 +74,11 @@ TEST(Cli, DummyWeightsOfAQuantizedConfigAreInt4) {
 }
 
 struct BadCase {
+  std::string name;  // the test's name
   std::string args;
   std::string message;  // a substring the error must contain
 };
+void PrintTo(const BadCase& c, std::ostream* os) { *os << "brisk " << c.args; }
 
 class CliErrors : public ::testing::TestWithParam<BadCase> {};
 
@@ -92,19 +95,24 @@ TEST_P(CliErrors, FailWithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     BadInput, CliErrors,
     ::testing::Values(
-        BadCase{"generate --model /nonexistent/model --prompt-ids 1", "model folder '/nonexistent/model' does not exist"},
-        BadCase{"generate --model MODEL --prompt-ids 1,x", "'x' is not a token id"},
-        BadCase{"generate --model MODEL --prompt-ids 1,99999", "prompt token 99999 at index 1 is outside the vocabulary"},
-        BadCase{"generate --model MODEL --prompt-ids 1,2 --max-model-len 8 --max-tokens 7",
+        BadCase{"missing_model_folder", "generate --model /nonexistent/model --prompt-ids 1",
+                "model folder '/nonexistent/model' does not exist"},
+        BadCase{"token_id_not_a_number", "generate --model MODEL --prompt-ids 1,x", "'x' is not a token id"},
+        BadCase{"token_outside_vocabulary", "generate --model MODEL --prompt-ids 1,99999",
+                "prompt token 99999 at index 1 is outside the vocabulary"},
+        BadCase{"longer_than_context", "generate --model MODEL --prompt-ids 1,2 --max-model-len 8 --max-tokens 7",
                 "prompt of 2 tokens plus max_tokens 7 exceeds the model's context length of 8"},
-        BadCase{"generate --model MODEL --prompt-ids 1 --temperature -1", "temperature must be >= 0"},
-        BadCase{"generate --model MODEL --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
-        BadCase{"generate --model MODEL --prompt-ids 1 --max-tokens 0", "max_tokens must be at least 1"},
-        BadCase{"generate --model MODEL --prompt-ids 1 --backend tpu", "unknown backend 'tpu'"},
-        BadCase{"quantize --model MODEL --out /tmp/brisk-unused --method awq",
+        BadCase{"negative_temperature", "generate --model MODEL --prompt-ids 1 --temperature -1",
+                "temperature must be >= 0"},
+        BadCase{"top_p_zero", "generate --model MODEL --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
+        BadCase{"max_tokens_zero", "generate --model MODEL --prompt-ids 1 --max-tokens 0",
+                "max_tokens must be at least 1"},
+        BadCase{"unknown_backend", "generate --model MODEL --prompt-ids 1 --backend tpu", "unknown backend 'tpu'"},
+        BadCase{"awq_without_tokenizer", "quantize --model MODEL --out /tmp/brisk-unused --method awq",
                 "tokenizes the calibration text with the model's tokenizer"},
-        BadCase{"quantize --model MODEL --out /tmp/brisk-unused --group-size 128",
-                "needs in_features to be a multiple of the group size 128"}));
+        BadCase{"group_size_too_large", "quantize --model MODEL --out /tmp/brisk-unused --group-size 128",
+                "needs in_features to be a multiple of the group size 128"}),
+    [](const auto& info) { return info.param.name; });
 
 // `brisk quantize` writes an AutoAWQ folder that generates like its dequantized reference.
 TEST(Cli, QuantizeRtnWritesAnAwqFolderThatRuns) {

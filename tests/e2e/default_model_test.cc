@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brisk/engine.h"
+#include "engine_test_util.h"
 #include "test_util.h"
 #include "tokenizer/chat_prompt.h"
 #include "tokenizer/tokenizer.h"

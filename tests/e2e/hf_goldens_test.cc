@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "brisk/engine.h"
+#include "engine_test_util.h"
 #include "model/llama_model.h"
 #include "model/safetensors.h"
 #include "test_util.h"

@@ -12,10 +12,11 @@
 #include <filesystem>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "brisk/status.h"
 #include "model/llama_model.h"
-#include "model/model_quantizer.h"
 #include "model/safetensors.h"
+#include "quant/model_quantizer.h"
 #include "test_util.h"
 #include "unit/backend_cpu/op_test_util.h"
 

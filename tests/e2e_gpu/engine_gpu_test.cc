@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brisk/engine.h"
+#include "engine_test_util.h"
 #include "test_util.h"
 
 namespace brisk {

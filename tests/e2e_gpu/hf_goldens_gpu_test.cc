@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/make_backend.h"
 #include "model/llama_model.h"
 #include "model/safetensors.h"
 #include "test_util.h"

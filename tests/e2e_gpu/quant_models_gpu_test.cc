@@ -19,6 +19,8 @@
 #include <filesystem>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/make_backend.h"
 #include "model/llama_model.h"
 #include "test_util.h"
 

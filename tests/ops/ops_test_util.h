@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/make_backend.h"
 #include "brisk/engine.h"
 #include "unit/backend_cpu/op_test_util.h"
 

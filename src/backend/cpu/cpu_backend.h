@@ -35,4 +35,6 @@ class CpuBackend final : public Backend {
   void feed_tokens(const FeedTokensParams& p) override;
 };
 
+std::unique_ptr<Backend> make_cpu_backend();
+
 }  // namespace brisk

@@ -1,4 +1,4 @@
-#include "backend/cuda/caller_stream.h"
+#include "backend/caller_stream.h"
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/runtime/cuda_check.h"

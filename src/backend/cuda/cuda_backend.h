@@ -3,11 +3,11 @@
 // bf16 (f16 for f16 checkpoints); every op accumulates in fp32.
 //
 // The stream is the backend's own, except while a caller's stream is lent to it
-// (begin_caller_stream .. end_caller_stream, or caller_stream.h's scope): the Python module runs
-// ops on PyTorch's current stream that way. The caller's stream first waits for the backend's
-// earlier work, and the backend's own stream later waits for the caller's, so brisk's work stays
-// in one order across the switch: the caching allocator's immediate reuse of freed scratch and
-// the GEMM workspace rely on that.
+// (begin_caller_stream .. end_caller_stream, or backend/caller_stream.h's scope): the Python
+// module runs ops on PyTorch's current stream that way. The caller's stream first waits for the
+// backend's earlier work, and the backend's own stream later waits for the caller's, so brisk's
+// work stays in one order across the switch: the caching allocator's immediate reuse of freed
+// scratch and the GEMM workspace rely on that.
 #pragma once
 
 #include <memory>

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "op_test_util.h"
 
 namespace brisk {

@@ -5,6 +5,8 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/make_backend.h"
 #include "op_test_util.h"
 
 namespace brisk {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "op_test_util.h"
 
 namespace brisk {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,6 +109,11 @@ inline void expect_close(const std::vector<double>& actual, const std::vector<do
 }
 
 }  // namespace brisk::testing
+
+namespace brisk {
+// gtest prints a DType (a test parameter, say) by name rather than as a byte dump.
+inline void PrintTo(DType dtype, std::ostream* os) { *os << dtype_name(dtype); }
+}  // namespace brisk
 
 // Expects statement to throw brisk::Error whose message contains substring.
 #define EXPECT_ERROR_CONTAINS(statement, substring)                                        \

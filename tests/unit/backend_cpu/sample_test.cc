@@ -5,6 +5,7 @@
 #include <set>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "op_test_util.h"
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "op_test_util.h"
 
 namespace brisk {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "brisk/engine.h"
+#include "engine_test_util.h"
 #include "test_util.h"
 
 namespace brisk {

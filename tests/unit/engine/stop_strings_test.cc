@@ -6,6 +6,7 @@
 
 #include "brisk/engine.h"
 #include "engine/stop_strings.h"
+#include "engine_test_util.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 

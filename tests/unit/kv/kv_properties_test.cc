@@ -1,5 +1,5 @@
 // Properties of the KV bookkeeping over random operation sequences: sequences are admitted (with
-// prefix lookups), prefilled in chunks, decoded, forked and freed, while raw pool users allocate,
+// prefix lookups), prefilled in chunks, decoded and freed, while raw pool users allocate,
 // share, register and release blocks. After every operation the invariants of DESIGN.md section 4
 // are checked against an independent model of who holds which block and what it contains.
 #include <gtest/gtest.h>
@@ -28,14 +28,13 @@ class Harness {
   void run_random_op() {
     ++now_;
     involved_.clear();
-    switch (*rc::gen::inRange(0, 9)) {
+    switch (*rc::gen::inRange(0, 8)) {
       case 0: case 1: admit(); break;
       case 2: case 3: decode(); break;
-      case 4: fork(); break;
-      case 5: finish(); break;
-      case 6: raw_allocate_or_share(); break;
-      case 7: raw_release_or_register(); break;
-      case 8: lookup(*random_tokens(0, 4 * block_size_)); break;
+      case 4: finish(); break;
+      case 5: raw_allocate_or_share(); break;
+      case 6: raw_release_or_register(); break;
+      case 7: lookup(*random_tokens(0, 4 * block_size_)); break;
     }
     check_invariants();
   }
@@ -44,7 +43,6 @@ class Harness {
   void drain() {
     RC_CLASSIFY(num_prefix_hits_ > 0, "prefix hit");
     RC_CLASSIFY(num_evictions_ > 0, "raw eviction");
-    RC_CLASSIFY(num_forks_ > 0, "fork");
     RC_CLASSIFY(pool_.num_cached() > 0, "cached blocks left");
     while (!sequences_.empty()) finish();
     for (BlockId block : raw_) pool_.release(block);
@@ -102,28 +100,6 @@ class Harness {
     LiveSequence& seq = *sequences_[index];
     seq.tokens.push_back(*rc::gen::inRange<TokenId>(0, 3));
     if (!step(seq, 1)) sequences_.erase(sequences_.begin() + index);
-  }
-
-  void fork() {
-    if (sequences_.empty()) return;
-    LiveSequence& parent = *sequences_[*rc::gen::inRange<size_t>(0, sequences_.size())];
-    const bool fits = pool_.can_allocate(parent.blocks.num_blocks_for_fork());
-    std::optional<SequenceFork> fork = parent.blocks.fork();
-    RC_ASSERT(fork.has_value() == fits);
-    if (!fork) return;
-    ++num_forks_;
-    const std::vector<BlockId>& mine = parent.blocks.block_table();
-    const std::vector<BlockId>& theirs = fork->blocks.block_table();
-    const int64_t num_full = parent.blocks.num_full_blocks();
-    RC_ASSERT(std::equal(mine.begin(), mine.begin() + num_full, theirs.begin()));
-    RC_ASSERT(fork->copy.has_value() == (parent.blocks.num_computed() % block_size_ != 0));
-    if (fork->copy) {
-      RC_ASSERT(fork->copy->src == mine[num_full]);
-      RC_ASSERT(fork->copy->dst == theirs.back());
-      content_.erase(fork->copy->dst);
-    }
-    sequences_.push_back(std::make_unique<LiveSequence>(
-        LiveSequence{parent.tokens, std::move(fork->blocks)}));
   }
 
   void finish() {
@@ -271,7 +247,7 @@ class Harness {
   std::map<BlockId, int64_t> epochs_;                 // cached block -> op that last used it
   std::vector<BlockId> involved_;                     // blocks released or touched by this op
   int64_t now_ = 0;
-  int num_prefix_hits_ = 0, num_evictions_ = 0, num_forks_ = 0;  // coverage of the run
+  int num_prefix_hits_ = 0, num_evictions_ = 0;  // coverage of the run
 };
 
 RC_GTEST_PROP(KvProperties, RandomOperationsKeepInvariants, ()) {

@@ -132,62 +132,6 @@ TEST_F(SequenceBlocksTest, PrefixHitSkipsComputedBlocksButNotTheLastToken) {
   EXPECT_EQ(cache.stats().num_hit_tokens, 20);
 }
 
-TEST_F(SequenceBlocksTest, ForkSharesFullBlocksAndCopiesThePartialOne) {
-  SequenceBlocks parent(pool);
-  prefill(parent, iota_tokens(10));  // blocks 0, 1 full; 2 holds 2 tokens
-  EXPECT_EQ(parent.num_blocks_for_fork(), 1);
-  std::optional<SequenceFork> fork = parent.fork();
-  ASSERT_TRUE(fork.has_value());
-  SequenceBlocks& child = fork->blocks;
-  ASSERT_TRUE(fork->copy.has_value());
-  EXPECT_EQ(fork->copy->src, parent.block_table()[2]);
-  EXPECT_EQ(fork->copy->dst, child.block_table()[2]);
-  EXPECT_NE(fork->copy->src, fork->copy->dst);
-  EXPECT_EQ(child.num_computed(), 10);
-  EXPECT_EQ(child.block_table()[0], parent.block_table()[0]);
-  EXPECT_EQ(pool.refcount(parent.block_table()[1]), 2);
-  EXPECT_EQ(pool.refcount(parent.block_table()[2]), 1);
-
-  // Each continues with its own token; the full blocks are untouched by either.
-  auto parent_tokens = iota_tokens(10), child_tokens = iota_tokens(10);
-  parent_tokens.push_back(100);
-  child_tokens.push_back(200);
-  ASSERT_TRUE(parent.allocate_for(1));
-  parent.commit_computed(parent_tokens, 1);
-  ASSERT_TRUE(child.allocate_for(1));
-  child.commit_computed(child_tokens, 1);
-  parent.free_all();
-  EXPECT_EQ(pool.refcount(child.block_table()[0]), 1);
-  child.free_all();
-  EXPECT_EQ(pool.num_in_use(), 0);
-}
-
-TEST_F(SequenceBlocksTest, ForkOnABlockBoundaryNeedsNoCopy) {
-  SequenceBlocks parent(pool);
-  prefill(parent, iota_tokens(8));
-  EXPECT_EQ(parent.num_blocks_for_fork(), 0);
-  std::optional<SequenceFork> fork = parent.fork();
-  ASSERT_TRUE(fork.has_value());
-  EXPECT_FALSE(fork->copy.has_value());
-  EXPECT_EQ(fork->blocks.block_table(), parent.block_table());
-  EXPECT_EQ(fork->blocks.block_hashes(), parent.block_hashes());
-  fork->blocks.free_all();
-  parent.free_all();
-  EXPECT_EQ(pool.num_in_use(), 0);
-}
-
-struct SmallPoolTest : KvFixture {
-  SmallPoolTest() : KvFixture(3) {}
-};
-
-TEST_F(SmallPoolTest, ForkFailsCleanlyWithoutABlockForTheCopy) {
-  SequenceBlocks parent(pool);
-  prefill(parent, iota_tokens(10));  // takes all 3 blocks
-  EXPECT_FALSE(parent.fork().has_value());
-  EXPECT_EQ(pool.refcount(0), 1);  // nothing was shared
-  parent.free_all();
-}
-
 struct DisabledCacheTest : KvFixture {
   DisabledCacheTest() : KvFixture(8, /*enabled=*/false) {}
 };

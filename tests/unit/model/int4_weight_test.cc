@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "brisk/status.h"
 #include "core/host_convert.h"
 #include "test_util.h"
@@ -148,7 +149,7 @@ TEST(Int4Weight, ConcatRowsFusesAlongN) {
 // The CPU gemm_w4a16 equals the dense gemm of the dequantized weight exactly, for odd M, with
 // and without zero points and bias, for every group size.
 TEST(Int4Weight, CpuGemmW4A16MatchesDequantizedGemm) {
-  std::unique_ptr<Backend> cpu = make_backend("cpu");  // not make_cpu_backend: pulls in backend.cc
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
   std::mt19937 rng(11);
   for (int64_t m : {1, 3, 17}) {
     for (int64_t group : {32, 64, 128}) {
@@ -170,7 +171,7 @@ TEST(Int4Weight, CpuGemmW4A16MatchesDequantizedGemm) {
 
 // silu_gate: the fp32 product's gate and up halves, silu(gate) * up, computed in double here.
 TEST(Int4Weight, CpuGemmW4A16SiluGate) {
-  std::unique_ptr<Backend> cpu = make_backend("cpu");  // not make_cpu_backend: pulls in backend.cc
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
   std::mt19937 rng(12);
   const int64_t m = 3, n = 48, k = 256;
   Int4Weight w = quantize_rtn(testing::random_tensor(DType::kF32, {n, k}, rng), 64, DType::kF16);
@@ -195,7 +196,7 @@ TEST(Int4Weight, CpuGemmW4A16SiluGate) {
 }
 
 TEST(Int4Weight, CpuGemmW4A16ChecksParams) {
-  std::unique_ptr<Backend> cpu = make_backend("cpu");  // not make_cpu_backend: pulls in backend.cc
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
   Tensor qweight(cpu_allocator(), DType::kI4, {8, 64});
   Tensor scales(cpu_allocator(), DType::kF16, {8, 2});
   Tensor x(cpu_allocator(), DType::kF32, {2, 64}), y(cpu_allocator(), DType::kF32, {2, 8});

@@ -2,6 +2,9 @@
 // every rejection is an ApiError naming the field.
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <string>
+
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -72,10 +75,12 @@ TEST(OpenAiRequest, NullMeansNotGiven) {
 }
 
 struct BadCase {
+  const char* name;  // the test's name
   const char* body;
   const char* param;
   const char* words;
 };
+void PrintTo(const BadCase& c, std::ostream* os) { *os << "body " << c.body; }
 
 class BadRequests : public ::testing::TestWithParam<BadCase> {};
 
@@ -89,18 +94,25 @@ TEST_P(BadRequests, NameTheField) {
 
 INSTANTIATE_TEST_SUITE_P(
     Chat, BadRequests,
-    ::testing::Values(BadCase{"{", "", "not valid JSON"}, BadCase{"[]", "", "JSON object"},
-                      BadCase{R"({"messages": []})", "messages", "empty"},
-                      BadCase{R"({"messages": [1]})", "messages[0]", "object"},
-                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n", "[1, 128]"},
-                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "top_p", "(0, 1]"},
-                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "temperature": -1})", "temperature",
+    ::testing::Values(BadCase{"invalid_json", "{", "", "not valid JSON"},
+                      BadCase{"not_an_object", "[]", "", "JSON object"},
+                      BadCase{"no_messages", R"({"messages": []})", "messages", "empty"},
+                      BadCase{"message_not_an_object", R"({"messages": [1]})", "messages[0]", "object"},
+                      BadCase{"n_zero", R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n", "[1, 128]"},
+                      BadCase{"top_p_zero", R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "top_p",
+                              "(0, 1]"},
+                      BadCase{"negative_temperature",
+                              R"({"messages": [{"role": "user", "content": "x"}], "temperature": -1})", "temperature",
                               "[0, inf)"},
-                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "seed", "integer"},
-                      BadCase{R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 2}})",
+                      BadCase{"fractional_seed", R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})",
+                              "seed", "integer"},
+                      BadCase{"logit_bias",
+                              R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 2}})",
                               "logit_bias", "not supported"},
-                      BadCase{R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 3}]})",
-                              "messages[0].tool_call_id", "string"}));
+                      BadCase{"tool_call_id_not_a_string",
+                              R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 3}]})",
+                              "messages[0].tool_call_id", "string"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(OpenAiRequest, DeepNestingIsRejected) {
   std::string body = R"({"messages": )" + std::string(200, '[') + std::string(200, ']') + "}";

@@ -92,7 +92,8 @@ TEST_P(TokenizerGolden, IncrementalDetokenizerMatchesDecode) {
 
 INSTANTIATE_TEST_SUITE_P(All, TokenizerGolden,
                          ::testing::Values("synthetic_bytelevel", "synthetic_metaspace", "llama2_json", "phi3_json",
-                                           "gpt2_vocab_merges", "qwen2_vocab_merges", "llama2_spm", "internlm2_spm"));
+                                           "gpt2_vocab_merges", "qwen2_vocab_merges", "llama2_spm", "internlm2_spm"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace brisk

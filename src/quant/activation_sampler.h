@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/awq_search.h"
 #include "model/llama_model.h"
+#include "quant/awq_search.h"
 
 namespace brisk {
 

@@ -1,4 +1,4 @@
-#include "model/model_quantizer.h"
+#include "quant/model_quantizer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,9 +13,6 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/host_convert.h"
-#include "model/activation_sampler.h"
-#include "model/awq_scaling.h"
-#include "model/awq_search.h"
 #include "model/forward_batch.h"
 #include "model/int4_weight.h"
 #include "model/kv_cache.h"
@@ -23,6 +20,9 @@
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/safetensors.h"
+#include "quant/activation_sampler.h"
+#include "quant/awq_scaling.h"
+#include "quant/awq_search.h"
 
 namespace brisk {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/activation_sampler.h"
+#include "quant/activation_sampler.h"
 
 #include <cmath>
 

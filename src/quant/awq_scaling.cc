@@ -1,4 +1,4 @@
-#include "model/awq_scaling.h"
+#include "quant/awq_scaling.h"
 
 #include <cmath>
 

@@ -5,8 +5,8 @@
 // (tokenizer, generation_config.json, chat template, ...).
 //
 // "awq" first runs the dense model on calibration tokens (CPU backend), searches AWQ's
-// per-channel scales and clipping thresholds per scaling group (model/awq_search.h) and folds
-// the scales into the preceding ops (model/awq_scaling.h), then quantizes like "rtn".
+// per-channel scales and clipping thresholds per scaling group (quant/awq_search.h) and folds
+// the scales into the preceding ops (quant/awq_scaling.h), then quantizes like "rtn".
 #pragma once
 
 #include <cstdint>

@@ -8,11 +8,11 @@
 // keeps the alpha of the lowest squared error of the group's outputs on calibration rows. (AutoAWQ's
 // "duo" scales, mean|x|^alpha / mean|w|^(1 - alpha), were tried: on models/tiny-austen they fit
 // the calibration rows slightly better and held-out text worse, at twice the cost.) The
-// quantizer (model/model_quantizer.cc) folds 1 / s into the op before the group.
+// quantizer (quant/model_quantizer.cc) folds 1 / s into the op before the group.
 //
 // Unlike AutoAWQ, which measures the error at the output of the whole attention or MLP block, the
 // loss here is the error of the group's own linear outputs: it needs no second implementation of
-// the forward, only the input rows the model's observer hook captured (model/activation_sampler.h).
+// the forward, only the input rows the model's observer hook captured (quant/activation_sampler.h).
 //
 // Quantization here is model/int4_weight.h's quantize_rtn exactly (asymmetric, f16 scales):
 // fake_quantize equals dequantize(quantize_rtn(...)).

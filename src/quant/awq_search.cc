@@ -1,4 +1,4 @@
-#include "model/awq_search.h"
+#include "quant/awq_search.h"
 
 #include <algorithm>
 #include <cmath>

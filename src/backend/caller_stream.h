@@ -1,7 +1,9 @@
 // Lending a caller's CUDA stream to the CUDA backend for a scope: the Python module runs brisk's
 // ops on PyTorch's current stream this way (CudaBackend::begin_caller_stream says how the order
-// of brisk's work is kept). No CUDA header: front ends built with CUDA include it, and the
-// stream travels as an integer (a cudaStream_t's value; 0 is the legacy default stream).
+// of brisk's work is kept). Declared at the backend layer so that front ends need no header of
+// backend/cuda/, and defined by the CUDA backend (backend/cuda/caller_stream.cc): only builds with
+// CUDA (BRISK_WITH_CUDA) have it. No CUDA header: the stream travels as an integer (a
+// cudaStream_t's value; 0 is the legacy default stream).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,40 @@
+#include "engine_test_util.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <utility>
+
+namespace brisk::testing {
+
+std::vector<RequestResult> collect_samples(RequestStream& stream, int32_t num_samples) {
+  std::vector<RequestResult> results(num_samples);
+  std::vector<bool> finished(num_samples, false);
+  for (int32_t num_finished = 0; num_finished < num_samples;) {
+    auto event = stream.next(std::chrono::seconds(60));
+    if (!event) throw std::runtime_error("request stream stalled for 60 s");
+    if (event->index < 0 || event->index >= num_samples || finished[event->index])
+      throw std::runtime_error("event for sample " + std::to_string(event->index) + " out of range or after its end");
+    RequestResult& result = results[event->index];
+    result.text += event->text;
+    if (event->kind == RequestEvent::Kind::kToken) {
+      result.tokens.push_back(event->token);
+      result.logprobs.push_back(event->logprob);
+      result.top_logprobs.push_back(event->top_logprobs);
+      continue;
+    }
+    result.finish_reason = event->finish_reason;
+    result.error = event->error;
+    result.num_cached_prompt_tokens = event->num_cached_prompt_tokens;
+    finished[event->index] = true;
+    num_finished++;
+  }
+  return results;
+}
+
+RequestResult collect(RequestStream& stream) { return collect_samples(stream, 1)[0]; }
+
+RequestResult run_request(Engine& engine, GenerationRequest request) {
+  return collect(*engine.submit(std::move(request)));
+}
+
+}  // namespace brisk::testing
