@@ -57,6 +57,8 @@ struct MmaMainloop {
   using Step = MmaStep<kNTiles, kChunks>;
   using Acc = float[kMTiles][kNTiles][4];
 
+  // (Members in the order the values are computed, chunks_per_row among them though only the
+  // permuted x reads it: the order is part of the schedule the compiler makes, docs/perf/w4a16.md.)
   const W4A16Args& a;
   int k_end, t;
   int64_t row_bytes;  // of brisk's row layout
@@ -90,7 +92,7 @@ struct MmaMainloop {
         const int64_t tile_bytes =
             kSiluGate ? (r8 / 16) * 1024 + (r8 / 8 % 2) * 512 : (tile.n0 / 16 + nt) * 1024 + h * 512;
         rows.wptr[nt][h] = (tiles ? a.qweight + tile_bytes + lane * 16 : a.qweight + n * row_bytes + 16 * t) +
-                      (k.begin / 128) * wstride;
+                           (k.begin / 128) * wstride;
         rows.group_row[nt][h] = groups.row_start(n, a.k);
       }
   }

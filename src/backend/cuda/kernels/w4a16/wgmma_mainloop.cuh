@@ -165,10 +165,10 @@ struct WgmmaConsumer {
   // first touched, L2).
   static constexpr int kScaleAhead = 4;
 
-  // Copies of the ring, tile and row values rather than references, and no arrays: the compiler
-  // keeps what it holds in registers only once this object is split into scalars, and arrays
-  // indexed in loops (or pointers to other objects) hold that up until the loops unroll, which
-  // costs a different schedule.
+  // Copies of the ring, tile and row values rather than references, and scalars rather than
+  // arrays: the compiler splits this object into registers only once nothing in it is indexed
+  // by a loop variable or points at another object; until then (the loops unroll) it stays in
+  // memory, and the kernel gets another schedule (docs/perf/w4a16.md).
   const W4A16Args& a;
   const WgmmaRing<kTokens, kStages> ring;
   const WgmmaTile<kTokens> tile;
