@@ -70,6 +70,15 @@ struct GemmParams {
 //   read one contiguous run of memory at a time.)
 enum class Int4Layout : int32_t { kRows = 0, kTiles16 = 1 };
 
+// Tests and tuning benchmarks only: choices of the CUDA backend's W4A16 plan
+// (backend/cuda/kernels/w4a16/w4a16_plan.h) pinned instead of made; other backends ignore it.
+struct GemmW4A16Forced {
+  int mma_config = -1;      // >= 0: the mma.sync kernel's configuration, wherever it holds M
+  int wgmma_config = -1;    // >= 0: the wgmma kernel's configuration, for every M from its first
+  bool no_wgmma = false;    // the mma.sync kernel or the dequantizing path at every M
+  int split_last_wave = 0;  // the wgmma kernel's last partial wave over K: 1 always, -1 never, 0 planned
+};
+
 // y = x * dequant(w)^T (+ bias) for group-quantized int4 weights (W4A16), in brisk's layout
 // (model/int4_weight.h converts AutoAWQ and GPTQ checkpoints into it):
 //   dequant(w)[n, k] = (q[n, k] - zero[n, k / group_size]) * scale[n, k / group_size]
@@ -88,6 +97,7 @@ struct GemmW4A16Params {
   TensorView y{};        // [M, N]
   Int4Layout layout = Int4Layout::kRows;  // qweight's: what repack_int4 returned for it
   bool silu_gate = false;                 // y [M, N / 2] = silu(gate) * up (above)
+  GemmW4A16Forced forced{};              // tests and tuning only (above)
 };
 
 // Causal attention of each sequence's new tokens over its paged KV (earlier context plus the

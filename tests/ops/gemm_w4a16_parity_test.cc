@@ -2,9 +2,9 @@
 // exactly) on random int4 weights, scales in [0.005, 0.02], zero points in [0, 15] or symmetric,
 // x uniform in [-1, 1]. The CPU writes f32.
 // Tolerance: |cuda - cpu| <= atol + rtol * |cpu|, rtol = one rounding of y's dtype and, by the
-// path gemm_w4a16 takes (kernels/w4a16/w4a16_heuristics.h):
-// - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows (tensor-core kernel, passes of up
-//   to 64 rows; the wgmma kernel below from M = 17 on the tile layout): with group % 128
+// path gemm_w4a16 takes (kernels/w4a16/w4a16_plan.h):
+// - 16-bit x, K % 128 == 0, M <= tuning.mma_multi_pass_max_rows (tensor-core kernel, passes of
+//   up to 64 rows; the wgmma kernel below from tuning.wgmma_min_rows on the tile layout): with group % 128
 //   != 0 each weight is dequantized to x's dtype, the scale rounded to it first: two roundings
 //   of every weight (2^-9 relative each for bf16, |w| <= 0.3, rms ~0.1) add up to ~1e-4 *
 //   sqrt(K) rms; with group % 128 == 0 the scale is applied to fp32 sums (more accurate):
@@ -22,7 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
+#include "backend/cuda/kernels/w4a16/w4a16_plan.h"
 #include "backend/cuda/runtime/device.h"
 #include "ops_test_util.h"
 
@@ -90,17 +90,19 @@ struct W4Inputs {
   W4Case c_;
 };
 
-void check_w4a16(const W4Case& c) {
+// forced: the CUDA backend's kernel configuration pinned (GemmW4A16Params::forced).
+void check_w4a16(const W4Case& c, const GemmW4A16Forced& forced = {}) {
   W4Inputs in(c, static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group));
   Tensor expected = zeros(DType::kF32, {c.m, c.n});
   cpu_backend().gemm_w4a16(in.cpu(expected));
 
   Tensor y_d(cuda_backend().allocator(), c.y, {c.m, c.n});
   const bool x16 = c.x != DType::kF32;
-  const bool tensor_core = x16 && c.k % 128 == 0 && c.m <= cuda::kW4A16MmaMultiPassMaxRows;
+  const bool tensor_core = x16 && c.k % 128 == 0 && c.m <= cuda::w4a16_tuning().mma_multi_pass_max_rows;
   const bool dequantized = !tensor_core && c.m > 16 && x16;
   const double atol = (tensor_core || dequantized ? 1e-3 : 2e-4) * std::sqrt(static_cast<double>(c.k));
-  const GemmW4A16Params params = in.device(y_d);
+  GemmW4A16Params params = in.device(y_d);
+  params.forced = forced;
   cuda_backend().gemm_w4a16(params);
   expect_close(host_doubles(y_d), to_doubles(expected), atol, output_rtol(c.y), describe(c));
   // The same weight in the backend's load-time layout (tiles where N % 16 == 0, K % 128 == 0;
@@ -193,23 +195,20 @@ TEST(GemmW4A16, MatchesCpuDecodeRows) {
 // is kept out so that the tile layout reaches every configuration too.
 TEST(GemmW4A16, MatchesCpuEveryMmaConfig) {
   const DType bf16 = DType::kBF16, f16 = DType::kF16;
-  cuda::w4a16_wgmma_config_override = -2;
   for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
-    cuda::w4a16_mma_config_override = c;
+    const GemmW4A16Forced forced{.mma_config = c, .no_wgmma = true};
     const int64_t max_m = 8 * cuda::kW4A16MmaConfigs[c].m_tiles;
     for (const W4Case& w : {W4Case{max_m, 40, 1536, 128, true, bf16, bf16, true, false},
                             W4Case{max_m - 5 > 0 ? max_m - 5 : 1, 24, 768, 64, false, f16, f16, false, false},
                             W4Case{1, 16, 2048, 256, true, f16, bf16, true, false}}) {
-      check_w4a16(w);
+      check_w4a16(w, forced);
     }
     // Shared x: enough rows for no split by N alone, and a K whose x outgrows a block's share
     // (the permuted configuration instead), strided x.
     if (cuda::kW4A16MmaConfigs[c].x == cuda::W4A16XSource::kShared) {
-      check_w4a16({max_m - 1, 17024, 6144, 128, true, bf16, bf16, false, true});
+      check_w4a16({max_m - 1, 17024, 6144, 128, true, bf16, bf16, false, true}, forced);
     }
   }
-  cuda::w4a16_mma_config_override = -1;
-  cuda::w4a16_wgmma_config_override = -1;
 }
 
 TEST(GemmW4A16, MatchesCpuLargeM) {
@@ -227,7 +226,7 @@ TEST(GemmW4A16, MatchesCpuLargeM) {
   for (const W4Case& c : cases) check_w4a16(c);
 }
 
-// The wgmma kernel (M from kW4A16WgmmaMinRows, tile layout; check_w4a16's second half): odd
+// The wgmma kernel (M from the tuning table's wgmma_min_rows, tile layout; check_w4a16's second half): odd
 // and even M across one to several token tiles, N not a multiple of the block's 128 rows,
 // groups 32 to 256, symmetric and asymmetric, f16 and bf16 x, y and scales of every dtype,
 // bias, strided x, split-K (few tiles, long K), Llama-3-8B's K with reduced N, every
@@ -241,11 +240,11 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
     const DType y = i % 3 == 0 ? f32 : x;
     const DType scales = i % 4 == 0 ? f16 : (i % 4 == 1 ? bf16 : (i % 4 == 2 ? f32 : f16));
     // Every third M with x first permuted (configurations 0 and 1), the others as the rules pick.
-    cuda::w4a16_wgmma_config_override = i % 3 == 2 ? (m <= 128 ? 0 : 1) : -1;
-    check_w4a16({m, 144 + 64 * (i % 3), 1024, groups[i % 4], i % 2 == 1, x, y, i % 5 == 0, i % 7 == 3, scales});
+    const GemmW4A16Forced forced{.wgmma_config = i % 3 == 2 ? (m <= 128 ? 0 : 1) : -1};
+    check_w4a16({m, 144 + 64 * (i % 3), 1024, groups[i % 4], i % 2 == 1, x, y, i % 5 == 0, i % 7 == 3, scales}, forced);
     ++i;
   }
-  cuda::w4a16_wgmma_config_override = -1;
+  const int wgmma_max_rows = cuda::w4a16_tuning().wgmma_max_rows;
   const W4Case cases[] = {
       {300, 768, 4096, 128, true, bf16, bf16, true, false},     // qkv / o_proj / gate_up K
       {130, 256, 14336, 128, true, bf16, bf16, false, false},   // down's K: split-K
@@ -253,8 +252,8 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
       {1000, 400, 2048, 128, true, bf16, f32, true, true},      // strided x, tokens past the tiles
       {520, 4096, 512, 64, false, bf16, bf16, false, false, bf16},
       {2050, 200, 512, 128, true, bf16, bf16, true, false},     // past 1024 tokens
-      {cuda::kW4A16WgmmaMaxRows, 136, 256, 64, false, f16, f16, false, false},  // the last M it takes
-      {cuda::kW4A16WgmmaMaxRows + 4, 72, 256, 128, true, bf16, bf16, false, false},  // past it: dequantize + cuBLASLt
+      {wgmma_max_rows, 136, 256, 64, false, f16, f16, false, false},  // the last M it takes
+      {wgmma_max_rows + 4, 72, 256, 128, true, bf16, bf16, false, false},  // past it: dequantize + cuBLASLt
   };
   for (const W4Case& c : cases) check_w4a16(c);
   // The bottom of its M range, and one to two 128-K chunks (small models: hidden size 128).
@@ -266,22 +265,21 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
     }
   }
   for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
-    cuda::w4a16_wgmma_config_override = c;
-    check_w4a16({97, 272, 1536, 128, true, bf16, bf16, true, false});
-    check_w4a16({300, 160, 768, 64, false, f16, f16, false, true, f32});
+    const GemmW4A16Forced forced{.wgmma_config = c};
+    check_w4a16({97, 272, 1536, 128, true, bf16, bf16, true, false}, forced);
+    check_w4a16({300, 160, 768, 64, false, f16, f16, false, true, f32}, forced);
   }
   // Two tiles past a whole wave on this GPU, those two split over K (forced: the estimate takes
   // it only for long tiles): 64 tokens a tile with the last N tile partial, and 256 (forced)
-  // with x direct or permuted, every token tile but the last whole.
+  // with x direct or permuted, every token tile but the last whole. (64 tokens forced too, with
+  // x permuted: configuration 5.)
   const int64_t sms = cuda::select_device().num_sms;
-  cuda::w4a16_wgmma_last_wave_split = 1;
-  check_w4a16({40, 128 * (sms + 2) - 48, 2048, 128, true, bf16, bf16, true, false});
-  cuda::w4a16_wgmma_config_override = 3;
-  check_w4a16({300, 128 * ((sms + 1) / 2 + 1) - 16, 1024, 128, false, bf16, f32, true, false});
-  cuda::w4a16_wgmma_config_override = 1;
-  check_w4a16({300, 128 * ((sms + 1) / 2 + 1), 1024, 64, true, f16, f16, false, true, bf16});
-  cuda::w4a16_wgmma_config_override = -1;
-  cuda::w4a16_wgmma_last_wave_split = 0;
+  check_w4a16({40, 128 * (sms + 2) - 48, 2048, 128, true, bf16, bf16, true, false},
+              {.wgmma_config = cuda::kW4A16WgmmaNumConfigs - 1, .split_last_wave = 1});
+  check_w4a16({300, 128 * ((sms + 1) / 2 + 1) - 16, 1024, 128, false, bf16, f32, true, false},
+              {.wgmma_config = 3, .split_last_wave = 1});
+  check_w4a16({300, 128 * ((sms + 1) / 2 + 1), 1024, 64, true, f16, f16, false, true, bf16},
+              {.wgmma_config = 1, .split_last_wave = 1});
 }
 
 // silu_gate (a SwiGLU gate_up with the activation fused): c.n is the product's N (gate and up
@@ -290,7 +288,7 @@ TEST(GemmW4A16, MatchesCpuWgmma) {
 // and against the same of this backend's own unfused product in f32: the same fp32 sums, so only
 // y's rounding differs where the epilogue fuses it. Where the product is first stored in y's
 // dtype (unfused paths) g and u are rounded too: relative error up to (2 + |g|) roundings.
-void check_w4a16_silu(const W4Case& c) {
+void check_w4a16_silu(const W4Case& c, const GemmW4A16Forced& forced = {}) {
   W4Inputs in(c, static_cast<unsigned>(c.m * 131 + c.n * 7 + c.k + c.group + 1));
   const int64_t half = c.n / 2;
   Tensor product = zeros(DType::kF32, {c.m, c.n});
@@ -304,6 +302,7 @@ void check_w4a16_silu(const W4Case& c) {
 
   Tensor y_d(cuda_backend().allocator(), c.y, {c.m, half}), product_d(cuda_backend().allocator(), DType::kF32, {c.m, c.n});
   GemmW4A16Params p = in.device(y_d);
+  p.forced = forced;
   for (const bool repack : {false, true}) {
     const std::string what = describe(c) + " silu_gate" + (repack ? " tiles" : "");
     if (repack) p.layout = cuda_backend().repack_int4(in.q_d);
@@ -352,21 +351,17 @@ TEST(GemmW4A16, MatchesCpuSiluGate) {
       {1100, 2 * 96, 256, 128, true, bf16, bf16, true, false},     // past the wgmma range
   };
   for (const W4Case& c : cases) check_w4a16_silu(c);
-  cuda::w4a16_wgmma_config_override = -2;
   for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
-    cuda::w4a16_mma_config_override = c;
-    check_w4a16_silu({8 * cuda::kW4A16MmaConfigs[c].m_tiles - 1, 2 * 72, 1536, 128, true, bf16, bf16, true, false});
+    check_w4a16_silu({8 * cuda::kW4A16MmaConfigs[c].m_tiles - 1, 2 * 72, 1536, 128, true, bf16, bf16, true, false},
+                     {.mma_config = c, .no_wgmma = true});
   }
-  cuda::w4a16_mma_config_override = -1;
   for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
-    cuda::w4a16_wgmma_config_override = c;
-    check_w4a16_silu({97, 2 * 144, 1536, c % 2 == 0 ? 128 : 64, true, bf16, bf16, c % 3 == 0, false});
+    check_w4a16_silu({97, 2 * 144, 1536, c % 2 == 0 ? 128 : 64, true, bf16, bf16, c % 3 == 0, false},
+                     {.wgmma_config = c});
   }
-  cuda::w4a16_wgmma_config_override = -1;
   // Two tiles past a whole wave, split over K (forced), the last one 32 features.
-  cuda::w4a16_wgmma_last_wave_split = 1;
-  check_w4a16_silu({40, 128 * (cuda::select_device().num_sms + 2) - 64, 2048, 128, true, bf16, bf16, true, false});
-  cuda::w4a16_wgmma_last_wave_split = 0;
+  check_w4a16_silu({40, 128 * (cuda::select_device().num_sms + 2) - 64, 2048, 128, true, bf16, bf16, true, false},
+                   {.split_last_wave = 1});
 }
 
 TEST(GemmW4A16, RejectsUnsupportedGroup) {
@@ -396,8 +391,9 @@ TEST(GemmW4A16, TileLayoutChecks) {
 }
 
 // Perf: Llama-3-8B's layer shapes over an M sweep (the table bench/w4a16_peers.py joins with
-// its PyTorch peers), the tensor-core kernel's configurations (to tune w4a16_heuristics.h), the
-// issue's large square GEMM, and one shape the environment names. Weights of several device copies
+// its PyTorch peers), each kernel's configurations (the sweeps bench/retune_w4a16.py turns into
+// the GPU's tuning table, backend/cuda/tuning/), the issue's large square GEMM, and one shape
+// the environment names. Weights of several device copies
 // rotate so that the timed reads come from DRAM, not the 50 MB L2.
 struct PerfShape {
   const char* name;
@@ -431,7 +427,7 @@ PerfWeights perf_weights(int64_t n, int64_t k, bool tiles = true) {
 enum class Activation { kNone, kSiluMul, kSiluGate };
 
 void time_w4a16(const std::string& op, PerfWeights& w, int64_t m, int64_t n, int64_t k, int iterations = 50,
-                Activation act = Activation::kNone) {
+                Activation act = Activation::kNone, const GemmW4A16Forced& forced = {}) {
   Allocator& alloc = cuda_backend().allocator();
   Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {m, n}), out(alloc, DType::kBF16, {m, n / 2});
   fill_random(x, 1);
@@ -444,6 +440,7 @@ void time_w4a16(const std::string& op, PerfWeights& w, int64_t m, int64_t n, int
     GemmW4A16Params p{x, w.q[i], w.sc[i], w.z[i], kPerfGroup, {}, act == Activation::kSiluGate ? out.view() : y.view()};
     p.layout = w.layout;
     p.silu_gate = act == Activation::kSiluGate;
+    p.forced = forced;
     cuda_backend().gemm_w4a16(p);
     if (act == Activation::kSiluMul) cuda_backend().silu_mul({y, out});
   }, iterations);
@@ -487,30 +484,28 @@ TEST(GemmW4A16Perf, RowLayout) {
   for (int64_t m : {1, 16}) time_w4a16("w4a16-rows gate_up", w, m, kLlamaShapes[0].n, kLlamaShapes[0].k);
 }
 
-// Each configuration of the tensor-core kernel forced (w4a16_mma_plan still swaps a shared-x
-// one whose share would not fit for the permuted one), to set the rules of w4a16_heuristics.h.
+// Each configuration of the tensor-core kernel forced ("w4a16 cfgC name"; w4a16_mma_plan still
+// swaps a shared-x one whose share would not fit for the permuted one): the sweep
+// bench/retune_w4a16.py sets the mma.sync rules of the tuning table from.
 TEST(GemmW4A16Perf, MmaConfigs) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
-  cuda::w4a16_wgmma_config_override = -2;
   for (const PerfShape& s : kLlamaShapes) {
     PerfWeights w = perf_weights(s.n, s.k);
     for (int64_t m : {1, 4, 8, 16, 32, 64}) {
       for (int c = 0; c < cuda::kW4A16MmaNumConfigs; ++c) {
         const int tokens = cuda::kW4A16MmaConfigs[c].m_tiles * 8;
         if (tokens < m || tokens > std::max<int64_t>(8, 2 * m)) continue;  // (padded 4x: far behind)
-        cuda::w4a16_mma_config_override = c;
-        time_w4a16("w4a16 cfg" + std::to_string(c) + " " + s.name, w, m, s.n, s.k);
+        time_w4a16("w4a16 cfg" + std::to_string(c) + " " + s.name, w, m, s.n, s.k, 50, Activation::kNone,
+                   {.mma_config = c, .no_wgmma = true});
       }
-      cuda::w4a16_mma_config_override = -1;
     }
   }
-  cuda::w4a16_wgmma_config_override = -1;
 }
 
-// The prefill range: the wgmma kernel in each configuration ("w4a16-tN": N tokens per block, "p"
-// x permuted) against the kernels without it ("w4a16-deq": dequantize + cuBLASLt, or mma.sync
-// up to 64 rows) and dense cuBLASLt on a bf16 weight ("dense"), to set the M rules of
-// w4a16_heuristics.h.
+// The prefill range: the wgmma kernel in each configuration ("w4a16-tN cfgC": N tokens per block,
+// "p" x permuted, configuration C) against the kernels without it ("w4a16-deq": dequantize +
+// cuBLASLt, or mma.sync up to 64 rows) and dense cuBLASLt on a bf16 weight ("dense"): the sweep
+// bench/retune_w4a16.py sets the wgmma rules and M range of the tuning table from.
 TEST(GemmW4A16Perf, Prefill) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   Allocator& alloc = cuda_backend().allocator();
@@ -521,14 +516,13 @@ TEST(GemmW4A16Perf, Prefill) {
     for (int64_t m : {17, 24, 32, 33, 48, 64, 65, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096, 8192}) {
       const int iterations = m >= 2048 ? 10 : 30;
       for (int c = 0; c < cuda::kW4A16WgmmaNumConfigs; ++c) {
-        cuda::w4a16_wgmma_config_override = c;
         const cuda::W4A16WgmmaConfig& cfg = cuda::kW4A16WgmmaConfigs[c];
-        time_w4a16("w4a16-t" + std::to_string(cfg.tokens) + (cfg.permuted_x ? "p" : "") + " " + s.name, w, m, s.n,
-                   s.k, iterations);
+        time_w4a16("w4a16-t" + std::to_string(cfg.tokens) + (cfg.permuted_x ? "p" : "") + " cfg" + std::to_string(c) +
+                       " " + s.name,
+                   w, m, s.n, s.k, iterations, Activation::kNone, {.wgmma_config = c});
       }
-      cuda::w4a16_wgmma_config_override = -2;
-      time_w4a16(std::string("w4a16-deq ") + s.name, w, m, s.n, s.k, iterations);
-      cuda::w4a16_wgmma_config_override = -1;
+      time_w4a16(std::string("w4a16-deq ") + s.name, w, m, s.n, s.k, iterations, Activation::kNone,
+                 {.no_wgmma = true});
       Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n});
       fill_random(x, 1);
       report_perf(std::string("dense ") + s.name,
@@ -547,8 +541,8 @@ TEST(GemmW4A16Perf, LargeSquare) {
 }
 
 // One shape for tuning and profiling (ncu): BRISK_W4A16_SHAPE="N K M [wgmma configuration [last
-// wave split]]", the configuration forced as w4a16_wgmma_config_override takes it (-1: the rules),
-// the split as w4a16_wgmma_last_wave_split does.
+// wave split]]": the configuration forced (-1: the rules, -2: no wgmma kernel), the last wave
+// split as GemmW4A16Forced::split_last_wave takes it.
 TEST(GemmW4A16Perf, OneShape) {
   const char* shape = std::getenv("BRISK_W4A16_SHAPE");
   if (!perf_enabled() || shape == nullptr) GTEST_SKIP() << "set BRISK_OPS_PERF=1 and BRISK_W4A16_SHAPE";
@@ -558,11 +552,9 @@ TEST(GemmW4A16Perf, OneShape) {
       std::sscanf(shape, "%" SCNd64 " %" SCNd64 " %" SCNd64 " %d %d", &n, &k, &m, &config, &last_wave_split);
   ASSERT_GE(fields, 3) << "BRISK_W4A16_SHAPE: " << shape;
   PerfWeights w = perf_weights(n, k);
-  cuda::w4a16_wgmma_config_override = config;
-  cuda::w4a16_wgmma_last_wave_split = last_wave_split;
-  time_w4a16("w4a16 shape", w, m, n, k, 20);
-  cuda::w4a16_wgmma_config_override = -1;
-  cuda::w4a16_wgmma_last_wave_split = 0;
+  const GemmW4A16Forced forced{.wgmma_config = config >= 0 ? config : -1, .no_wgmma = config == -2,
+                               .split_last_wave = last_wave_split};
+  time_w4a16("w4a16 shape", w, m, n, k, 20, Activation::kNone, forced);
 }
 
 }  // namespace

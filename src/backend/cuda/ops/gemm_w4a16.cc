@@ -1,21 +1,21 @@
 // gemm_w4a16: int4 weights times 16-bit or f32 activations. The kernel is chosen by M
-// (kernels/w4a16/w4a16_heuristics.h):
-// - 16-bit x, K % 128 == 0, M <= kW4A16MmaMultiPassMaxRows: the tensor-core kernel
+// (kernels/w4a16/w4a16_plan.h, from the GPU's tuning table):
+// - 16-bit x, K % 128 == 0, M up to tuning.mma_multi_pass_max_rows: the mma.sync kernel
 //   (w4a16_mma.cu) in passes of up to kW4A16MmaMaxRows rows, every weight byte read once per
 //   pass, split over K when N alone cannot fill the GPU (fp32 partials in scratch, summed by a
 //   second kernel); x from a fragment-order copy or, for the smallest M, from shared memory
-//   each block fills itself (the configuration and split come from w4a16_mma_plan). With
-//   group_size % 128 == 0 the scale and zero point are applied to fp32 chunk sums after the MMA;
-//   otherwise each weight is dequantized to x's dtype first (one rounding of (q - z) * s). It
-//   reads both layouts; the tile layout (Int4Layout::kTiles16, made once at load time by
-//   repack_int4 below) is the fast one: warps side by side stream one contiguous run.
+//   each block fills itself (w4a16_mma_plan). With group_size % 128 == 0 the scale and zero
+//   point are applied to fp32 chunk sums after the MMA; otherwise each weight is dequantized to
+//   x's dtype first (one rounding of (q - z) * s). It reads both layouts; the tile layout
+//   (Int4Layout::kTiles16, made once at load time by repack_int4 below) is the fast one: warps
+//   side by side stream one contiguous run.
 // - otherwise M <= kW4A16MaxRows with the row layout: the CUDA-core kernel (w4a16_small_m.cu; f32
 //   x, or K not a multiple of 128), fp32 dequantization.
-// - 16-bit x, K % 128 == 0, the tile layout and M in the wgmma kernel's range
-//   (w4a16_wgmma_enabled: 17 to 4096 tokens, ahead of the tensor-core kernel): the wgmma kernel
-//   (w4a16_wgmma.cu), each weight dequantized into registers in x's dtype (the scale rounded to
-//   it, then (q - z) * s rounded), x read by TMA as it is (groups of 128) or first permuted into
-//   the weights' K order in scratch (smaller groups), split over K when the tiles leave SMs idle.
+// - 16-bit x, K % 128 == 0, the tile layout and M in the wgmma kernel's range (w4a16_wgmma_enabled,
+//   ahead of the mma.sync kernel): the wgmma kernel (w4a16_wgmma.cu), each weight dequantized
+//   into registers in x's dtype (the scale rounded to it, then (q - z) * s rounded), x read by
+//   TMA as it is (groups of 128) or first permuted into the weights' K order in scratch (smaller
+//   groups), split over K when the tiles leave SMs idle.
 // - otherwise (f32 x, the row layout, K % 128 != 0, M past the wgmma range): the weight is
 //   dequantized into scratch in x's dtype and multiplied by cuBLASLt. This costs a write and a
 //   read of the dense weight per call. With f32 activations the dequantized weight is exact;
@@ -23,16 +23,15 @@
 // silu_gate is fused into the tensor-core kernels (and their split-K reduction): the mma.sync
 // kernel's instantiations with the scales after the MMA (groups of 128, 256, ...), the wgmma
 // kernel's reading x directly (groups of 128, ...) where N / 2 % 16 == 0. Elsewhere the product
-// goes to scratch in y's dtype, then silu_mul. (H200, Llama-3-8B gate_up, GemmW4A16Perf.SiluGate,
-// us, fused against the GEMM then silu_mul: M 1 21.1 / 22.8, M 16 30.0 / 32.0, M 64 52.9 / 53.2,
-// M 256 110.5 / 110.0, M 1024 380.9 / 387.3.)
+// goes to scratch in y's dtype, then silu_mul.
 #include <algorithm>
 #include <cstdint>
 
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
-#include "backend/cuda/kernels/w4a16/w4a16_heuristics.h"
+#include "backend/cuda/kernels/w4a16/w4a16_configs.h"
 #include "backend/cuda/kernels/w4a16/w4a16_launch.h"
+#include "backend/cuda/kernels/w4a16/w4a16_plan.h"
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/gemm_runner.h"
@@ -71,11 +70,12 @@ W4A16Args kernel_args(const GemmW4A16Params& p, TensorView x, TensorView y) {
 
 // Rows x [rows, K] -> y [rows, N] by the tensor-core kernel (mma; rows <= kW4A16MmaMaxRows) or
 // the CUDA-core kernel (rows <= kW4A16MaxRows, row layout); x rows 16-byte aligned.
-void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, TensorView y, bool mma, bool tiles) {
+void run_small_m(const OpContext& ctx, const W4A16PlanContext& plan, const GemmW4A16Params& p, TensorView x,
+                 TensorView y, bool mma, bool tiles) {
   const int64_t m = x.size(0), n = p.qweight.size(0);
   W4A16Args a = kernel_args(p, x, y);
   if (mma) {
-    w4a16_mma_plan(a, ctx.num_sms);
+    w4a16_mma_plan(a, plan);
   } else {
     w4a16_plan_splits(a, ctx.num_sms);
   }
@@ -90,14 +90,14 @@ void run_small_m(const OpContext& ctx, const GemmW4A16Params& p, TensorView x, T
   }
   Tensor x_frag;
   if (const int64_t bytes = w4a16_mma_x_frag_bytes(a); bytes > 0) x_frag = Tensor(*ctx.allocator, DType::kU8, {bytes});
-  launch_w4a16_mma(a, p.layout == Int4Layout::kTiles16, x_frag.empty() ? nullptr : x_frag.view().data(), ctx.stream);
+  launch_w4a16_mma(a, tiles, x_frag.empty() ? nullptr : x_frag.view().data(), ctx.stream);
 }
 
 // y = x * dequant(w)^T by the wgmma kernel (tile layout, 16-bit x rows 16-byte aligned).
-void run_wgmma(const OpContext& ctx, const GemmW4A16Params& p, TensorView x) {
+void run_wgmma(const OpContext& ctx, const W4A16PlanContext& plan, const GemmW4A16Params& p, TensorView x) {
   const int64_t m = x.size(0), k = p.qweight.size(1);
   W4A16Args a = kernel_args(p, x, p.y);
-  w4a16_wgmma_plan(a, ctx.num_sms);
+  w4a16_wgmma_plan(a, plan);
   Tensor partials, x_perm;  // freed on return: reuse is stream-ordered
   if (kW4A16WgmmaConfigs[a.wgmma_config].permuted_x) x_perm = Tensor(*ctx.allocator, x.dtype(), {m, k});
   if (const int64_t floats = w4a16_wgmma_partial_floats(a); floats > 0) {
@@ -119,11 +119,12 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
   const int64_t m = p.x.size(0), n = p.qweight.size(0), k = p.qweight.size(1);
   if (m == 0 || n == 0) return;
   const bool tiles = p.layout == Int4Layout::kTiles16;
+  const W4A16PlanContext plan{w4a16_tuning(), ctx.num_sms, p.forced};
   // (The tensor-core kernels index scales and zero points in 32 bits.)
   const bool tensor_cores = p.x.dtype() != DType::kF32 && k % 128 == 0 && n * (k / p.group_size) <= int64_t{UINT32_MAX};
-  const bool mma = tensor_cores && m <= kW4A16MmaMultiPassMaxRows;
-  const bool wgmma = tensor_cores && tiles && w4a16_wgmma_enabled(static_cast<int>(m));
-  if (p.silu_gate && !(wgmma ? w4a16_wgmma_fuses_silu_gate(static_cast<int>(m), n, p.group_size)
+  const bool mma = tensor_cores && m <= plan.tuning.mma_multi_pass_max_rows;
+  const bool wgmma = tensor_cores && tiles && w4a16_wgmma_enabled(plan, static_cast<int>(m));
+  if (p.silu_gate && !(wgmma ? w4a16_wgmma_fuses_silu_gate(plan, static_cast<int>(m), n, p.group_size)
                               : mma && w4a16_mma_scales_after(p.group_size))) {
     // Not fused here: the product, then silu_mul.
     Tensor product(*ctx.allocator, p.y.dtype(), {m, n});  // freed on return: reuse is stream-ordered
@@ -143,13 +144,13 @@ void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& 
       x = x_copy;
     }
     if (wgmma) {
-      run_wgmma(ctx, p, x);
+      run_wgmma(ctx, plan, p, x);
       return;
     }
     // Past kW4A16MmaMaxRows rows, passes of that many rows each read the weight again.
     for (int64_t r0 = 0; r0 < m; r0 += kW4A16MmaMaxRows) {
       const int64_t r1 = std::min(m, r0 + kW4A16MmaMaxRows);
-      run_small_m(ctx, p, x.slice(0, r0, r1), p.y.slice(0, r0, r1), mma, tiles);
+      run_small_m(ctx, plan, p, x.slice(0, r0, r1), p.y.slice(0, r0, r1), mma, tiles);
     }
     return;
   }

@@ -1,5 +1,5 @@
 // int4 weights to packed 16-bit pairs, as the W4A16 tensor-core kernels (w4a16_mma.cu and
-// w4a16_wgmma.cu) feed them to the MMA: OR-ing two nibbles (one LOP3 with the
+// w4a16_wgmma.cu) feed them to the MMA, and to fp32 (decode8, the CUDA-core kernels): OR-ing two nibbles (one LOP3 with the
 // mask 0x000F000F) into the mantissas of a magic pair gives (offset + q) exactly, offset 128 in
 // bf16 and 1024 in f16; the zero point then enters as (offset + z).
 #pragma once
@@ -85,6 +85,18 @@ __device__ __forceinline__ uint32_t int4_pair(uint32_t word, int i) {
 __device__ __forceinline__ uint4 pair_halves(uint4 v) {
   return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632), __byte_perm(v.y, v.w, 0x5410),
                     __byte_perm(v.y, v.w, 0x7632));
+}
+
+// The 8 nibbles of a word (nibble i = K offset i) as fp32 128 + q (the CUDA-core kernels): OR-ing
+// a nibble into the mantissa of bf16 128.0 gives 128 + q exactly, two values per 32-bit LOP3; a
+// shift or mask turns each half into fp32.
+__device__ __forceinline__ void decode8(uint32_t word, float (&f)[8]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t pair = ((word >> (4 * i)) & 0x000F000Fu) | 0x43004300u;  // bf16 128+q_i | 128+q_{i+4}
+    f[i] = __uint_as_float(pair << 16);
+    f[i + 4] = __uint_as_float(pair & 0xFFFF0000u);
+  }
 }
 
 }  // namespace brisk::cuda

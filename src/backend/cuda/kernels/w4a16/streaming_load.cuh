@@ -51,7 +51,7 @@ __device__ __forceinline__ float scale_value(uint32_t raw) {
 
 // Indices into the scales and zero points ([N, K / group_size], in 32 bits: gemm_w4a16 checks
 // the range): a row's first index, made opaque to the compiler (which would otherwise recompute
-// it for every load, at a cost of ~4% on gate_up M = 1), and a K position's group by a shift where
+// it for every load, measurably slower: docs/perf/w4a16.md), and a K position's group by a shift where
 // group_size is a power of two (a division per load would cost more than the dequantization).
 struct GroupIndex {
   unsigned group_size;

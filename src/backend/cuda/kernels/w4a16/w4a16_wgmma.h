@@ -25,24 +25,12 @@ __host__ __device__ inline int64_t w4a16_wgmma_tiles(const W4A16Args& a, int tok
   return w4a16_wgmma_n_tiles(a) * ((a.m + tokens - 1) / tokens);
 }
 
-// wgmma_config, split_from_tile, k_per_split and num_splits for these sizes on a GPU of num_sms
-// multiprocessors: the (N, M) tiles of the last partial wave (all of them when they fill less
-// than one) split over K where the estimate says so (w4a16_heuristics.h).
-void w4a16_wgmma_plan(W4A16Args& a, int num_sms);
-// The floats of a.partials a planned launch needs: for each K split, the split tiles' fp32 sums,
-// [tokens][128 rows] a tile (0 without splits). A second kernel sums them into y.
-int64_t w4a16_wgmma_partial_floats(const W4A16Args& a);
-
-// y (or the fp32 partials) = x * dequant(w)^T: x f16 or bf16 with rows 16-byte aligned, qweight
-// in Int4Layout::kTiles16 (n % 16 == 0), k % 128 == 0, group_size a multiple of 32, scales and
-// y of any float type. x_perm: for configurations with permuted_x (w4a16_heuristics.h), scratch
-// of m * k elements of x's dtype, 16-byte aligned (x with each 128-K chunk permuted into the
-// weights' K order); unused (may be null) otherwise.
+// y (or the fp32 partials) = x * dequant(w)^T as w4a16_wgmma_plan (w4a16_plan.h) planned it: x f16
+// or bf16 with rows 16-byte aligned, qweight in Int4Layout::kTiles16 (n % 16 == 0), k % 128 == 0,
+// group_size a multiple of 32, scales and y of any float type. x_perm: for configurations with
+// permuted_x (w4a16_configs.h), scratch of m * k elements of x's dtype, 16-byte aligned (x with
+// each 128-K chunk permuted into the weights' K order); unused (may be null) otherwise.
 void launch_w4a16_wgmma(const W4A16Args& a, void* x_perm, cudaStream_t stream);
-// Whether launch_w4a16_wgmma takes a.silu_gate for these sizes (its direct-x configurations,
-// N / 2 % 16 == 0).
-bool w4a16_wgmma_fuses_silu_gate(int m, int64_t n, int group_size);
-
 // The kernel's tensor map over x [m, k] (16-bit, rows `stride` elements apart, 16-byte aligned):
 // boxes of 64 columns x `tokens` rows, 128-byte swizzle, rows past m read as zeros
 // (w4a16_x_tensor_map.cc: host code).

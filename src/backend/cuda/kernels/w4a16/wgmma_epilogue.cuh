@@ -1,5 +1,6 @@
-// The W4A16 wgmma kernel's outputs (w4a16_wgmma.cu): y staged through shared memory, and the
-// fp32 partials of a K split in their tile layout (w4a16_wgmma.h).
+// The W4A16 wgmma kernel's outputs (w4a16_wgmma.cu): y staged through shared memory (or stored
+// from the fragments where y is f32 or unaligned), and the fp32 partials of a K split in their
+// tile layout (w4a16_wgmma.h), which w4a16_wgmma_reduce_kernel sums.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +12,16 @@
 #include "backend/cuda/kernels/silu.cuh"
 #include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/kernels/w4a16/w4a16_wgmma.h"
+#include "backend/cuda/kernels/w4a16/wgmma_tile_scheduler.cuh"
 
 namespace brisk::cuda {
 
 // The epilogue through shared memory (the ring, free once the MMAs are complete): y in a 16-bit
 // dtype with 16-byte aligned rows, or the fp32 partials of split-K. Each warpgroup writes its
 // [tokens, 64 rows] tile there, XOR-swizzled by token (swizzled<>: conflict-free), then stores
-// whole 16-byte chunks, 8 or 16 lanes a token's 128 or 256 contiguous bytes. The direct stores
-// of the fragments (2 or 4 bytes a lane, 16 bytes a row and token) took 11-15% of the kernel
-// (H200: gate_up M 512 201 us with them, 179 without any stores).
+// whole 16-byte chunks, 8 or 16 lanes a token's 128 or 256 contiguous bytes: stored from the
+// fragments (2 or 4 bytes a lane, 16 bytes a row and token) they took a large share of the kernel
+// (docs/perf/w4a16.md).
 __device__ __forceinline__ bool tile_stores_16bit(const W4A16Args& a) {
   return a.y_type != FloatType::kF32 && a.y_stride % 8 == 0 && reinterpret_cast<uintptr_t>(a.y) % 16 == 0;
 }
@@ -107,6 +109,50 @@ __device__ __forceinline__ void store_partials(const float (&acc)[kTokens / 2], 
       }
   copy_tile_out<kTokens, 16>([&](int token, int chunk) { return tile + swizzled<16>(token, chunk); }, out + 64 * wg,
                              4 * kW4A16WgmmaBlockRows, tokens, 16);
+}
+
+// The block's outputs once its MMAs completed (acc[4 j + 2 h + e]: weight row rows.row[h], token
+// m0 + 8 j + 2 t + e). The ring is free then, once both warpgroups got there. (rows by value:
+// by reference its array keeps the compiler from the schedule the kernel had.)
+template <int kTokens, bool kSiluGate>
+__device__ __forceinline__ void wgmma_store(const W4A16Args& a, const float (&acc)[kTokens / 2], uint32_t ring_address,
+                                            const WgmmaTile<kTokens>& tile, const WgmmaWarpRows<kSiluGate> rows) {
+  if (tile.split) {
+    hopper::named_barrier_sync(1, 256);  // both warpgroups' MMAs are complete: the ring is free
+    const int64_t tile_floats = int64_t{kTokens} * kW4A16WgmmaBlockRows;
+    store_partials<kTokens>(acc, ring_address, a.partials + tile.work.split_slot * tile_floats,
+                            min(kTokens, a.m - tile.m0));
+    return;
+  }
+  float bias[2] = {0.0f, 0.0f};
+  if (a.bias != nullptr) {
+    bias[0] = load_one(a.bias, a.bias_type, rows.row[0]);
+    bias[1] = load_one(a.bias, a.bias_type, rows.row[1]);
+  }
+  if (tile_stores_16bit(a)) {
+    hopper::named_barrier_sync(1, 256);  // both warpgroups' MMAs are complete: the ring is free
+    const int64_t first = kSiluGate ? tile.tile0 * 8 + 32 * rows.wg : tile.tile0 * 16 + 64 * rows.wg;  // feature or row
+    store_tile<kTokens, kSiluGate>(a, acc, bias, ring_address, first, tile.m0);
+    return;
+  }
+  if (!rows.valid) return;
+#pragma unroll
+  for (int j = 0; j < kTokens / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int token = tile.m0 + 8 * j + 2 * rows.t + e;
+      if (token >= a.m) continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float v = acc[4 * j + 2 * h + e];
+        if constexpr (!kSiluGate) {
+          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, rows.row[h], v + bias[h]);
+        } else if (h == 0) {  // feature row[0]: gate here, up at h = 1
+          const float up = acc[4 * j + 2 + e] + bias[1];
+          store_one(row_ptr(a.y, a.y_type, token, a.y_stride), a.y_type, rows.row[0], silu_times(v + bias[0], up));
+        }
+      }
+    }
 }
 
 }  // namespace brisk::cuda
