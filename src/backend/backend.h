@@ -100,6 +100,26 @@ struct GemmW4A16Params {
   GemmW4A16Forced forced{};              // tests and tuning only (above)
 };
 
+// y = x * dequant(w)^T (+ bias) for FP8 (e4m3) weights with x quantized to e4m3 on the fly (W8A8,
+// as FP8 checkpoints are served):
+//   dequant(w)[n, k] = w[n, k] * weight_scale[n, k / block_size]  (block_size 0: weight_scale[n, 0])
+//   x's scale s(m, k): input_scale[0] when given (static); else max |x[m, j]| / 448 over the row
+//     (block_size 0) or over k's group of block_size columns, and 1 where that maximum is 0
+//   q(m, k) = float_to_e4m3(x[m, k] / s(m, k))  (x in fp32, the division correctly rounded;
+//     core/dtype.h's saturating round to nearest even)
+//   y[m, n] = sum over k of q(m, k) s(m, k) dequant(w)[n, k]
+// The products q * w are exact in fp32; each block of block_size (or all K) is summed in fp32,
+// then scaled. Per-tensor checkpoint scales are expanded per row at load time (model/fp8_weight.h).
+struct GemmFp8Params {
+  TensorView x{};             // [M, K] f32, f16 or bf16
+  TensorView weight{};        // f8e4m3 [N, K]
+  TensorView weight_scale{};  // f32 [N, 1], or [N, ceil(K / block_size)] when block_size > 0
+  TensorView input_scale{};   // optional f32 [1]: the static activation scale (block_size 0 only)
+  int block_size = 0;         // 0, or 128: weight and activation scales per 128 K values
+  TensorView bias{};          // optional [N]
+  TensorView y{};             // [M, N]
+};
+
 // Causal attention of each sequence's new tokens over its paged KV (earlier context plus the
 // new tokens, already appended). Sequence s owns query rows [query_start[s], query_start[s+1]);
 // its new tokens are the last (query_start[s+1] - query_start[s]) of its context_lens[s] tokens.
@@ -224,6 +244,7 @@ class Backend {
   virtual void rope_kv_append(const RopeKvAppendParams& p) = 0;
   virtual void gemm(const GemmParams& p) = 0;
   virtual void gemm_w4a16(const GemmW4A16Params& p) = 0;
+  virtual void gemm_fp8(const GemmFp8Params& p) = 0;
   // Rearranges an int4 weight qweight (i4 [N, K] in brisk's row layout, on this backend) in place
   // into the layout this backend's gemm_w4a16 reads fastest, and returns that layout: pass it as
   // GemmW4A16Params::layout with this qweight from then on. Once per weight, at load time. The

@@ -56,6 +56,10 @@ void OpTimingBackend::rope_kv_append(const RopeKvAppendParams& p) {
   timed("rope_kv_append", [&] { inner_->rope_kv_append(p); });
 }
 void OpTimingBackend::gemm(const GemmParams& p) { timed(shape_name("gemm", p.w), [&] { inner_->gemm(p); }); }
+void OpTimingBackend::gemm_fp8(const GemmFp8Params& p) {
+  timed(shape_name("gemm_fp8", p.weight), [&] { inner_->gemm_fp8(p); });
+}
+
 void OpTimingBackend::gemm_w4a16(const GemmW4A16Params& p) {
   timed(shape_name(p.silu_gate ? "gemm_w4a16 + silu" : "gemm_w4a16", p.qweight), [&] { inner_->gemm_w4a16(p); });
 }

@@ -48,6 +48,7 @@ class OpTimingBackend final : public Backend {
   void rope_kv_append(const RopeKvAppendParams& p) override;
   void gemm(const GemmParams& p) override;
   void gemm_w4a16(const GemmW4A16Params& p) override;
+  void gemm_fp8(const GemmFp8Params& p) override;
   Int4Layout repack_int4(TensorView qweight) override { return inner_->repack_int4(qweight); }
   void attention(const AttentionParams& p) override;
   void rope_append_attention(const RopeKvAppendParams& append, const AttentionParams& attn) override;

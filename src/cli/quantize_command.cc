@@ -1,5 +1,5 @@
-// `brisk quantize`: a dense Hugging Face folder -> an AutoAWQ-compatible int4 folder
-// (quant/model_quantizer.h). --method awq tokenizes the calibration text with the model's own
+// `brisk quantize`: a dense Hugging Face folder -> an AutoAWQ-compatible int4 folder or a
+// compressed-tensors FP8 one (quant/model_quantizer.h). --method awq tokenizes the calibration text with the model's own
 // tokenizer and runs the calibration forward on the CPU backend.
 #include <fmt/format.h>
 
@@ -40,16 +40,18 @@ std::vector<std::vector<int32_t>> calibration_tokens(const Args& args) {
 }  // namespace
 
 Runner add_quantize_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("quantize", "Quantize a model's linear layers to int4 (AutoAWQ folder)");
+  auto* cmd = app.add_subcommand("quantize",
+                                 "Quantize a model's linear layers to int4 (AutoAWQ folder) or FP8 (compressed-tensors folder)");
   auto args = std::make_shared<Args>();
   cmd->add_option("--model", args->model, "Hugging Face model folder (bf16, f16 or f32 weights)")->required();
   cmd->add_option("--out", args->out, "Folder to write (must not hold a model yet)")->required();
   cmd->add_option("--method", args->options.method,
-                  "rtn: round to nearest per group; awq: activation-aware scale and clipping search on calibration "
-                  "text (CPU), then round to nearest")
-      ->check(CLI::IsMember({"rtn", "awq"}))
+                  "rtn: int4, round to nearest per group; awq: int4 after an activation-aware scale and clipping "
+                  "search on calibration text (CPU); fp8: e4m3 weights with per-channel scales, activations "
+                  "quantized per token at run time")
+      ->check(CLI::IsMember({"rtn", "awq", "fp8"}))
       ->capture_default_str();
-  cmd->add_option("--group-size", args->options.group_size, "Input features per scale and zero point")
+  cmd->add_option("--group-size", args->options.group_size, "int4: input features per scale and zero point")
       ->capture_default_str();
   cmd->add_option("--calib-file", args->calib_file,
                   "awq: UTF-8 calibration text (default: brisk's public-domain Jane Austen excerpts)")

@@ -1,6 +1,9 @@
 #include "core/dtype.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
 
@@ -108,6 +111,37 @@ Half float_to_half(float value) {
   }
   uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
   return Half{static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13))};
+}
+
+float e4m3_to_float(uint8_t bits) {
+  const float sign = (bits & 0x80u) ? -1.0f : 1.0f;
+  const int exponent = (bits >> 3) & 0xf, mantissa = bits & 0x7;
+  if (exponent == 0xf && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -9);
+  return sign * std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);
+}
+
+uint8_t float_to_e4m3(float value) {
+  if (std::isnan(value)) return 0x7f;
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  const float a = std::fabs(value);
+  if (a >= kE4M3Max) return sign | 0x7e;
+  // The spacing of representable values at a's binade: 2^-9 below 2^-6 (subnormals), else 2^(e - 3)
+  // for a in [2^e, 2^(e+1)). a / spacing rounded to nearest even is the code's magnitude in units
+  // of the spacing; each step is exact in float.
+  int e = 0;
+  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+  const int unit_exponent = std::max(e - 1, -6) - 3;
+  const float units = std::nearbyint(std::ldexp(a, -unit_exponent));  // round half to even (default mode)
+  const float rounded = std::ldexp(units, unit_exponent);
+  if (rounded == 0.0f) return sign;
+  if (rounded >= kE4M3Max) return sign | 0x7e;
+  int re = 0;
+  std::frexp(rounded, &re);
+  if (re - 1 < -6) return sign | static_cast<uint8_t>(units);  // subnormal: mantissa = units
+  const int biased = re - 1 + 7;
+  const int mantissa = static_cast<int>(std::ldexp(rounded, -(re - 1) + 3)) - 8;
+  return sign | static_cast<uint8_t>(biased << 3 | mantissa);
 }
 
 }  // namespace brisk

@@ -44,6 +44,14 @@ BFloat16 float_to_bf16(float value);
 float half_to_float(Half value);
 Half float_to_half(float value);
 
+// FP8 E4M3 as OCP defines it ("float8_e4m3fn"): 4 exponent bits (bias 7), 3 mantissa bits,
+// subnormals, no infinities, 0x7F / 0xFF NaN, largest finite 448.
+inline constexpr float kE4M3Max = 448.0f;
+float e4m3_to_float(uint8_t bits);
+// Round to nearest even, saturating: finite values past +-448 become +-448 (quantizers clamp
+// before casting); NaN becomes 0x7F.
+uint8_t float_to_e4m3(float value);
+
 // Compile-time mapping from C++ element type to DType.
 template <typename T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::kF32; };

@@ -11,6 +11,7 @@ float load_float(TensorView src, int64_t i) {
     case DType::kF32: return src.data_as<float>()[i];
     case DType::kF16: return half_to_float(src.data_as<Half>()[i]);
     case DType::kBF16: return bf16_to_float(src.data_as<BFloat16>()[i]);
+    case DType::kF8E4M3: return e4m3_to_float(src.data_as<uint8_t>()[i]);
     default: throw_error(ErrorCode::kUnsupported, "load_float: {} is not a float dtype", src.describe());
   }
 }
@@ -20,6 +21,7 @@ void store_float(TensorView dst, int64_t i, float value) {
     case DType::kF32: dst.data_as<float>()[i] = value; return;
     case DType::kF16: dst.data_as<Half>()[i] = float_to_half(value); return;
     case DType::kBF16: dst.data_as<BFloat16>()[i] = float_to_bf16(value); return;
+    case DType::kF8E4M3: dst.data_as<uint8_t>()[i] = float_to_e4m3(value); return;
     default: throw_error(ErrorCode::kUnsupported, "store_float: {} is not a float dtype", dst.describe());
   }
 }

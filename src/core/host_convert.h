@@ -1,4 +1,5 @@
-// Element-wise dtype conversion of contiguous host views (f32, f16, bf16).
+// Element-wise dtype conversion of contiguous host views (f32, f16, bf16, and f8e4m3 with
+// float_to_e4m3's saturating rounding).
 #pragma once
 
 #include "core/tensor.h"

@@ -148,7 +148,7 @@ void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {
   const int64_t num_tokens = normed.size(0);
   observe(layer, LinearInput::kGateUp, normed);
   Tensor act = empty(activation_dtype_, {num_tokens, config_.intermediate_size});
-  if (w.gate_up.quantized()) {  // SiLU fused into the int4 GEMM
+  if (w.gate_up.is_int4()) {  // SiLU fused into the int4 GEMM
     run_linear(backend_, normed, w.gate_up, {}, act, /*silu_gate=*/true);
   } else {
     Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * config_.intermediate_size});

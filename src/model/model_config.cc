@@ -266,6 +266,104 @@ void require_object(const json& root, const std::string& source) {
 
 }  // namespace
 
+[[noreturn]] void unsupported_fp8(const Fields& fields, const std::string& what) {
+  throw_error(ErrorCode::kUnsupported, "{}: {} is not supported (FP8 checkpoints: e4m3 weights with per-tensor, "
+              "per-channel or 128x128 block scales)", fields.source(), what);
+}
+
+// A compressed-tensors quantization scheme's "weights" or "input_activations": 8-bit float,
+// symmetric; returns its strategy.
+std::string fp8_scheme_strategy(const Fields& scheme) {
+  const int64_t bits = scheme.optional_int("num_bits", 1, 64, "a positive integer").value_or(0);
+  const std::string type = lowercase(scheme.optional_string("type").value_or(""));
+  if (bits != 8 || type != "float")
+    unsupported_fp8(scheme, fmt::format("{} of {} bits, type '{}'", scheme.name("num_bits"), bits, type));
+  if (!scheme.optional_bool("symmetric").value_or(true)) unsupported_fp8(scheme, scheme.name("symmetric") + " false");
+  return lowercase(scheme.optional_string("strategy").value_or(""));
+}
+
+// llm-compressor's FP8 schemes (quant_method "compressed-tensors"): one config group targeting
+// Linear, e4m3 weights with per-tensor, per-channel or 128x128 block scales, activations static
+// per tensor, dynamic per token or (with blocks) dynamic per 128-channel group.
+QuantizationConfig compressed_tensors_fp8(const Fields& fields) {
+  QuantizationConfig config;
+  config.method = QuantMethod::kFp8;
+  const std::string format = lowercase(fields.optional_string("format").value_or("float-quantized"));
+  if (format != "float-quantized" && format != "naive-quantized")
+    unsupported_fp8(fields, fmt::format("compressed-tensors format '{}'", format));
+  if (fields.has("kv_cache_scheme")) unsupported_fp8(fields, fields.name("kv_cache_scheme") + " (a quantized KV cache)");
+  const json& groups = fields.required("config_groups");
+  if (!groups.is_object() || groups.size() != 1)
+    unsupported_fp8(fields, fmt::format("{} with {} groups (one group targeting Linear)", fields.name("config_groups"),
+                                        groups.is_object() ? groups.size() : 0));
+  const std::string group_name = groups.begin().key();
+  const json& group = groups.begin().value();
+  if (!group.is_object()) fields.fail("config_groups", "an object of objects", groups);
+  Fields g(group, fields.source(), fields.name("config_groups." + group_name + "."));
+  const json* targets = g.find("targets");
+  if (!targets || !targets->is_array() || std::find(targets->begin(), targets->end(), json("Linear")) == targets->end())
+    unsupported_fp8(g, fmt::format("{} without \"Linear\"", g.name("targets")));
+  const json& weights = g.required("weights");
+  if (!weights.is_object()) g.fail("weights", "an object", weights);
+  const Fields w(weights, fields.source(), g.name("weights."));
+  const std::string weight_strategy = fp8_scheme_strategy(w);
+  if (weight_strategy == "tensor") {
+    config.fp8_weights = Fp8WeightScales::kTensor;
+  } else if (weight_strategy == "channel") {
+    config.fp8_weights = Fp8WeightScales::kChannel;
+  } else if (weight_strategy == "block") {
+    const json* block = w.find("block_structure");
+    if (!block || *block != json::array({128, 128}))
+      unsupported_fp8(w, fmt::format("{} {} (128x128 only)", w.name("block_structure"), block ? block->dump() : "null"));
+    config.fp8_weights = Fp8WeightScales::kBlock;
+  } else {
+    unsupported_fp8(w, fmt::format("{} '{}'", w.name("strategy"), weight_strategy));
+  }
+  const json* activations = g.find("input_activations");
+  if (!activations) unsupported_fp8(g, g.name("input_activations") + " null (FP8 weights with 16-bit activations)");
+  if (!activations->is_object()) g.fail("input_activations", "an object", *activations);
+  const Fields a(*activations, fields.source(), g.name("input_activations."));
+  const std::string strategy = fp8_scheme_strategy(a);
+  const bool dynamic = a.optional_bool("dynamic").value_or(false);
+  const int64_t group_size = a.optional_int("group_size", -1, kMaxSize, "an integer").value_or(0);
+  const bool blocks = config.fp8_weights == Fp8WeightScales::kBlock;
+  if (!blocks && strategy == "tensor" && !dynamic) {
+    config.fp8_activations = Fp8Activations::kStatic;
+  } else if (!blocks && strategy == "token" && dynamic) {
+    config.fp8_activations = Fp8Activations::kToken;
+  } else if (blocks && strategy == "group" && dynamic && group_size == 128) {
+    config.fp8_activations = Fp8Activations::kTokenGroup;
+  } else {
+    unsupported_fp8(a, fmt::format("activations '{}' (dynamic {}, group_size {}) with '{}' weights", strategy, dynamic,
+                                   group_size, weight_strategy));
+  }
+  return config;
+}
+
+// quant_method "fp8": block-wise (weight_block_size [128, 128], `weight_scale_inv`, dynamic
+// activations per 128-channel group) as Qwen3 and DeepSeek publish, or per-tensor (`weight_scale`,
+// static `input_scale` or dynamic per token).
+QuantizationConfig fp8_config(const Fields& fields) {
+  QuantizationConfig config;
+  config.method = QuantMethod::kFp8;
+  const std::string format = lowercase(fields.optional_string("fmt").value_or("e4m3"));
+  if (format != "e4m3") unsupported_fp8(fields, fmt::format("{} '{}'", fields.name("fmt"), format));
+  const std::string scheme = lowercase(fields.optional_string("activation_scheme").value_or("dynamic"));
+  if (scheme != "dynamic" && scheme != "static")
+    unsupported_fp8(fields, fmt::format("{} '{}'", fields.name("activation_scheme"), scheme));
+  if (const json* block = fields.find("weight_block_size")) {
+    if (*block != json::array({128, 128}))
+      unsupported_fp8(fields, fmt::format("{} {} (128x128 only)", fields.name("weight_block_size"), block->dump()));
+    if (scheme != "dynamic") unsupported_fp8(fields, "static activation scales with block-wise weights");
+    config.fp8_weights = Fp8WeightScales::kBlock;
+    config.fp8_activations = Fp8Activations::kTokenGroup;
+    return config;
+  }
+  config.fp8_weights = Fp8WeightScales::kTensor;
+  config.fp8_activations = scheme == "static" ? Fp8Activations::kStatic : Fp8Activations::kToken;
+  return config;
+}
+
 QuantizationConfig QuantizationConfig::from_json(const nlohmann::json& root, const std::string& source) {
   if (!root.is_object())
     throw_error(ErrorCode::kInvalidArgument, "{}: quantization_config must be an object, got {}", source,
@@ -277,10 +375,14 @@ QuantizationConfig QuantizationConfig::from_json(const nlohmann::json& root, con
     config.method = QuantMethod::kAwq;
   } else if (method == "gptq") {
     config.method = QuantMethod::kGptq;
+  } else if (method == "compressed-tensors") {
+    return compressed_tensors_fp8(fields);
+  } else if (method == "fp8") {
+    return fp8_config(fields);
   } else {
     throw_error(ErrorCode::kUnsupported,
-                "{}: quantization_config.quant_method '{}' is not supported (supported: awq, gptq)", source,
-                method);
+                "{}: quantization_config.quant_method '{}' is not supported (supported: awq, gptq, "
+                "compressed-tensors (fp8), fp8)", source, method);
   }
   const std::string bits_key = first_present(fields, {"bits", "w_bit"});
   const int64_t bits = fields.optional_int(bits_key, 1, 64, "a positive integer").value_or(4);

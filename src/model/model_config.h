@@ -35,16 +35,30 @@ struct RopeScaling {
 // How the checkpoint's linear layers (q/k/v/o, gate/up/down) are quantized: config.json's
 // quantization_config (or a quantize_config.json / quant_config.json beside it). Embeddings,
 // norms and lm_head stay dense.
-enum class QuantMethod { kNone, kAwq, kGptq };
+enum class QuantMethod { kNone, kAwq, kGptq, kFp8 };
+
+// FP8 (e4m3) checkpoints: the granularity of the weights' scales, and how activations are
+// quantized on the fly (GemmFp8Params in backend/backend.h).
+enum class Fp8WeightScales { kTensor, kChannel, kBlock };
+enum class Fp8Activations {
+  kStatic,      // one input_scale per layer, stored in the checkpoint
+  kToken,       // dynamic: one scale per token
+  kTokenGroup,  // dynamic: one scale per token and 128 input channels (block-wise weights)
+};
 
 struct QuantizationConfig {
   QuantMethod method = QuantMethod::kNone;
   int64_t group_size = 0;  // 0: one group per row (GPTQ's group_size -1)
   bool symmetric = false;  // GPTQ sym: zero point 8 everywhere
   int zero_offset = 0;     // added to stored zero points: 1 for GPTQ's v1 format (stores zero - 1)
+  // kFp8: compressed-tensors ("float-quantized": `weight_scale`, `input_scale`) or the block-wise
+  // "fp8" form (`weight_scale_inv` per 128 x 128 block, as Qwen3 and DeepSeek publish).
+  Fp8WeightScales fp8_weights = Fp8WeightScales::kChannel;
+  Fp8Activations fp8_activations = Fp8Activations::kToken;
 
   // Parses one quantization_config object; kUnsupported for what brisk cannot run (bits other
-  // than 4, GPTQ desc_act, AWQ versions other than "gemm", ...).
+  // than 4, GPTQ desc_act, AWQ versions other than "gemm", FP8 schemes other than the above,
+  // e5m2, ...).
   static QuantizationConfig from_json(const nlohmann::json& json, const std::string& source);
 };
 

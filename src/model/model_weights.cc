@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/host_convert.h"
 #include "core/parallel.h"
+#include "model/fp8_weight.h"
 #include "model/int4_weight.h"
 #include "model/safetensors.h"
 
@@ -124,15 +125,16 @@ class WeightBuilder {
     return keep_or_place(std::move(host));
   }
 
-  // A canonical linear layer from row ranges of checkpoint layers, all dense or all int4.
+  // A canonical linear layer from row ranges of checkpoint layers, all dense, all int4 or all FP8.
   LinearWeight linear(const std::vector<LinearPart>& parts) {
-    const bool quantized = checkpoint_.contains(parts.front().name + ".qweight");
+    const Storage storage = storage_of(parts.front().name);
     for (const LinearPart& p : parts)
-      if (checkpoint_.contains(p.name + ".qweight") != quantized)
-        throw_error(ErrorCode::kUnsupported, "model folder {}: '{}' and '{}' are fused but only one is quantized",
+      if (storage_of(p.name) != storage)
+        throw_error(ErrorCode::kUnsupported, "model folder {}: '{}' and '{}' are fused but quantized differently",
                     checkpoint_.dir().string(), parts.front().name, p.name);
+    if (storage == Storage::kFp8) return fp8_linear(parts);
     LinearWeight w;
-    if (!quantized) {
+    if (storage == Storage::kDense) {
       const int64_t k = parts.front().shape[1];
       if (parts.size() == 1 && parts[0].count == parts[0].shape[0]) {
         w.dense = place(get(parts[0].name + ".weight", parts[0].shape));
@@ -165,6 +167,45 @@ class WeightBuilder {
   }
 
  private:
+  enum class Storage { kDense, kInt4, kFp8 };
+  Storage storage_of(const std::string& module) const {
+    if (checkpoint_.contains(module + ".qweight")) return Storage::kInt4;
+    if (checkpoint_.contains(module + ".weight_scale") || checkpoint_.contains(module + ".weight_scale_inv"))
+      return Storage::kFp8;
+    return Storage::kDense;
+  }
+
+  LinearWeight fp8_linear(const std::vector<LinearPart>& parts) {
+    if (quantization_.method != QuantMethod::kFp8)
+      throw_error(ErrorCode::kInvalidArgument,
+                  "model folder {}: '{}' has FP8 weight scales but config.json has no FP8 quantization_config",
+                  checkpoint_.dir().string(), parts.front().name);
+    std::map<std::string, Fp8Weight> unpacked;
+    std::vector<Fp8Rows> rows;
+    for (const LinearPart& p : parts) {
+      auto it = unpacked.find(p.name);
+      if (it == unpacked.end()) {
+        const std::string scale = checkpoint_.contains(p.name + ".weight_scale_inv") ? ".weight_scale_inv" : ".weight_scale";
+        const Fp8Tensors t{get_any(p.name + ".weight", p.shape), checkpoint_.tensor(p.name + scale),
+                           checkpoint_.contains(p.name + ".input_scale") ? checkpoint_.tensor(p.name + ".input_scale")
+                                                                         : TensorView()};
+        it = unpacked.emplace(p.name, from_fp8_checkpoint(t, quantization_, p.name)).first;
+      }
+      rows.push_back({&it->second, p.begin, p.count});
+    }
+    Fp8Weight fused = brisk::concat_rows(rows);
+    LinearWeight w;
+    w.fp8_block_size = fused.block_size;
+    if (fused.input_scale > 0.0f) {
+      Tensor input_scale(cpu_allocator(), DType::kF32, {1});
+      input_scale.data_as<float>()[0] = fused.input_scale;
+      w.input_scale = keep_or_place(std::move(input_scale));
+    }
+    w.fp8 = keep_or_place(std::move(fused.weight));
+    w.fp8_scale = keep_or_place(std::move(fused.weight_scale));
+    return w;
+  }
+
   TensorView get_any(const std::string& name, const Shape& expected) const {
     if (!checkpoint_.contains(name))
       throw_error(ErrorCode::kNotFound, "model folder {}: tensor '{}' (expected shape {}) is missing",
@@ -267,14 +308,26 @@ LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index
 
 uint64_t LinearWeight::num_bytes() const {
   uint64_t total = 0;
-  for (const TensorView* t : {&dense, &qweight, &scales, &zeros})
+  for (const TensorView* t : {&dense, &qweight, &scales, &zeros, &fp8, &fp8_scale})
     if (!t->empty()) total += t->num_bytes();
   return total;
 }
 
 void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y, bool silu_gate) {
-  BRISK_CHECK(w.quantized() || !silu_gate, "run_linear: silu_gate needs an int4 weight (gemm_w4a16)");
-  if (!w.quantized()) {
+  BRISK_CHECK(w.is_int4() || !silu_gate, "run_linear: silu_gate needs an int4 weight (gemm_w4a16)");
+  if (w.is_fp8()) {
+    GemmFp8Params p;
+    p.x = x;
+    p.weight = w.fp8;
+    p.weight_scale = w.fp8_scale;
+    p.input_scale = w.input_scale;
+    p.block_size = w.fp8_block_size;
+    p.bias = bias;
+    p.y = y;
+    backend.gemm_fp8(p);
+    return;
+  }
+  if (!w.is_int4()) {
     backend.gemm({x, w.dense, bias, y});
     return;
   }
@@ -371,6 +424,43 @@ TensorView dummy(Backend& backend, ModelWeights& out, DType dtype, Shape shape, 
   return out.owned.back().view();
 }
 
+// A random FP8 layer: uniform values of standard deviation `std` in e4m3 with one scale for all
+// rows and blocks, and for static activation scales an input scale for activations up to +-8.
+LinearWeight dummy_fp8_linear(Backend& backend, ModelWeights& out, const QuantizationConfig& q, int64_t n, int64_t k,
+                              float std, uint64_t& rng) {
+  const bool blocks = q.fp8_weights == Fp8WeightScales::kBlock;
+  const int64_t groups = blocks ? (k + kFp8BlockSize - 1) / kFp8BlockSize : 1;
+  const float half_width = std * std::sqrt(3.0f), scale = half_width / kE4M3Max;
+  Tensor weight(cpu_allocator(), DType::kF8E4M3, {n, k});
+  const uint64_t tensor_seed = splitmix64(rng);
+  parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      uint64_t state = tensor_seed ^ (static_cast<uint64_t>(r) * 0xd1342543de82ef95ull);
+      for (int64_t i = 0; i < k; ++i) {
+        const float u = static_cast<float>(splitmix64(state) >> 40) / 16777216.0f * 2 - 1;  // [-1, 1)
+        weight.data_as<uint8_t>()[r * k + i] = float_to_e4m3(u * kE4M3Max);
+      }
+    }
+  });
+  Tensor weight_scale(cpu_allocator(), DType::kF32, {n, groups});
+  std::fill_n(weight_scale.data_as<float>(), n * groups, scale);
+  LinearWeight w;
+  w.fp8_block_size = blocks ? kFp8BlockSize : 0;
+  w.fp8 = to_backend(backend, weight, out.owned);
+  w.fp8_scale = to_backend(backend, weight_scale, out.owned);
+  if (backend.shares_host_memory()) {
+    out.owned.push_back(std::move(weight));
+    out.owned.push_back(std::move(weight_scale));
+  }
+  if (q.fp8_activations == Fp8Activations::kStatic) {
+    Tensor input_scale(cpu_allocator(), DType::kF32, {1});
+    input_scale.data_as<float>()[0] = 8.0f / kE4M3Max;
+    w.input_scale = to_backend(backend, input_scale, out.owned);
+    if (backend.shares_host_memory()) out.owned.push_back(std::move(input_scale));
+  }
+  return w;
+}
+
 // A random linear layer: dense, or int4 (random codes, zero point 8, one scale for all groups
 // giving the dense layer's std) when the config says the model is quantized.
 LinearWeight dummy_linear(Backend& backend, ModelWeights& out, const ModelConfig& c, int64_t n, int64_t k,
@@ -380,6 +470,7 @@ LinearWeight dummy_linear(Backend& backend, ModelWeights& out, const ModelConfig
     w.dense = dummy(backend, out, c.dtype, {n, k}, std, rng);
     return w;
   }
+  if (c.quantization.method == QuantMethod::kFp8) return dummy_fp8_linear(backend, out, c.quantization, n, k, std, rng);
   const int64_t group = c.quantization.group_size > 0 ? c.quantization.group_size : k;
   BRISK_CHECK(k % group == 0 && k % 16 == 0,
               "dummy weights: in_features {} must be a multiple of 16 and of the group size {}", k, group);

@@ -1,7 +1,8 @@
 // A Llama-family model's weights in brisk's canonical form, whatever the checkpoint's names:
 // q/k/v fused into one projection (q heads, then k heads, then v heads), gate and up fused.
 // The linear layers of AWQ / GPTQ checkpoints stay int4, repacked once at load into the layout
-// of the backend's gemm_w4a16 (model/int4_weight.h); embeddings, norms and lm_head stay dense.
+// of the backend's gemm_w4a16 (model/int4_weight.h), and those of FP8 checkpoints e4m3
+// (model/fp8_weight.h); embeddings, norms and lm_head stay dense.
 #pragma once
 
 #include <filesystem>
@@ -17,7 +18,8 @@ namespace brisk {
 
 class Checkpoint;
 
-// One linear layer's weight [out_features, in_features]: dense, or int4 (qweight set).
+// One linear layer's weight [out_features, in_features]: dense, int4 (qweight set) or FP8
+// (fp8 set).
 struct LinearWeight {
   TensorView dense;    // [out_features, in_features] when not quantized
   TensorView qweight;  // i4 [out_features, in_features]
@@ -25,13 +27,18 @@ struct LinearWeight {
   TensorView zeros;    // optional u8 [out_features, in_features / group_size]
   int group_size = 0;
   Int4Layout layout = Int4Layout::kRows;  // qweight's, from Backend::repack_int4 at load time
+  TensorView fp8;           // f8e4m3 [out_features, in_features] (model/fp8_weight.h)
+  TensorView fp8_scale;     // f32 [out_features, groups]
+  TensorView input_scale;   // optional f32 [1]: static activation scale
+  int fp8_block_size = 0;   // 0 or 128
 
-  bool quantized() const { return !qweight.empty(); }
+  bool is_int4() const { return !qweight.empty(); }
+  bool is_fp8() const { return !fp8.empty(); }
   uint64_t num_bytes() const;
 };
 
-// y = x * w^T (+ bias) through the backend's gemm or gemm_w4a16; silu_gate (int4 weights only):
-// y = silu(gate) * up of that product's halves (GemmW4A16Params::silu_gate).
+// y = x * w^T (+ bias) through the backend's gemm, gemm_w4a16 or gemm_fp8; silu_gate (int4
+// weights only): y = silu(gate) * up of that product's halves (GemmW4A16Params::silu_gate).
 void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y,
                 bool silu_gate = false);
 
@@ -77,7 +84,7 @@ ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path
 std::vector<std::string> linear_module_names(const ModelConfig& config);
 
 // Random weights of the right shapes (std 0.02 normal-like; norms 1), for benchmarks of shapes
-// without a checkpoint; int4 linear layers when the config has a quantization_config.
+// without a checkpoint; int4 or FP8 linear layers when the config has a quantization_config.
 // Deterministic for a seed.
 ModelWeights make_dummy_weights(const ModelConfig& config, Backend& backend, uint64_t seed = 0,
                                 const LoadProgress& on_progress = {});

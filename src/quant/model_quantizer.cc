@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/host_convert.h"
 #include "model/forward_batch.h"
+#include "model/fp8_weight.h"
 #include "model/int4_weight.h"
 #include "model/kv_cache.h"
 #include "model/llama_model.h"
@@ -38,8 +39,9 @@ nlohmann::json read_json(const fs::path& path) {
 }
 
 void check_options(const QuantizeOptions& options) {
-  if (options.method != "rtn" && options.method != "awq")
-    throw_error(ErrorCode::kInvalidArgument, "quantize: --method is '{}' but must be rtn or awq", options.method);
+  if (options.method != "rtn" && options.method != "awq" && options.method != "fp8")
+    throw_error(ErrorCode::kInvalidArgument, "quantize: --method is '{}' but must be rtn, awq or fp8", options.method);
+  if (options.method == "fp8") return;
   if (options.group_size < 8 || options.group_size % 8 != 0)
     throw_error(ErrorCode::kInvalidArgument, "quantize: --group-size is {} but must be a positive multiple of 8",
                 options.group_size);
@@ -57,12 +59,17 @@ void check_options(const QuantizeOptions& options) {
 
 // Every linear layer must fit the AutoAWQ packing; checked before the (long) AWQ search.
 void check_linear_shapes(const Checkpoint& checkpoint, const std::vector<std::string>& modules,
-                         int64_t group_size) {
+                         const QuantizeOptions& options) {
+  const int64_t group_size = options.group_size;
   for (const std::string& module : modules) {
     const std::string name = module + ".weight";
     if (!checkpoint.contains(name))
       throw_error(ErrorCode::kNotFound, "quantize: tensor '{}' is missing from {}", name, checkpoint.dir().string());
     const TensorView weight = checkpoint.tensor(name);
+    if (options.method == "fp8") {
+      if (weight.rank() != 2) throw_error(ErrorCode::kUnsupported, "quantize: '{}' is {}; expected [out, in]", name, weight.describe());
+      continue;
+    }
     if (weight.rank() != 2 || weight.size(1) % group_size != 0 || weight.size(0) % 8 != 0)
       throw_error(ErrorCode::kUnsupported,
                   "quantize: '{}' is {}; AutoAWQ packing needs in_features to be a multiple of the group size "
@@ -161,6 +168,21 @@ Tensor to_checkpoint_dtype(const Tensor& f32, DType dtype) {
   return out;
 }
 
+// llm-compressor's FP8_DYNAMIC scheme as compressed-tensors describes it (what brisk and vLLM
+// read): e4m3 weights with per-channel scales, activations scaled per token at run time.
+nlohmann::json fp8_quantization_config() {
+  const nlohmann::json fp8 = {{"num_bits", 8}, {"type", "float"}, {"symmetric", true}};
+  nlohmann::json weights = fp8, activations = fp8;
+  weights.update({{"strategy", "channel"}, {"dynamic", false}});
+  activations.update({{"strategy", "token"}, {"dynamic", true}});
+  return {{"quant_method", "compressed-tensors"},
+          {"format", "float-quantized"},
+          {"quantization_status", "compressed"},
+          {"ignore", {"lm_head"}},
+          {"config_groups",
+           {{"group_0", {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", activations}}}}}};
+}
+
 // Copies every file of the folder that is not weights or config.json (tokenizer files, ...).
 void copy_other_files(const fs::path& model_dir, const fs::path& out_dir) {
   for (const auto& entry : fs::directory_iterator(model_dir)) {
@@ -186,7 +208,7 @@ void quantize_model(const fs::path& model_dir, const fs::path& out_dir, const Qu
 
   const Checkpoint checkpoint = Checkpoint::open(model_dir);
   const std::vector<std::string> modules = linear_module_names(config);
-  check_linear_shapes(checkpoint, modules, options.group_size);
+  check_linear_shapes(checkpoint, modules, options);
   DenseTensors changed;  // f32 copies of the tensors AWQ changes
   if (options.method == "awq") {
     const ActivationSampler sampler = capture_activations(model_dir, config, options);
@@ -211,6 +233,14 @@ void quantize_model(const fs::path& model_dir, const fs::path& out_dir, const Qu
     const std::string name = module + ".weight";
     auto it = changed.find(name);
     const TensorView weight = it != changed.end() ? it->second.view() : checkpoint.tensor(name);
+    if (options.method == "fp8") {
+      Fp8Weight fp8 = quantize_fp8(weight);
+      keep.push_back(std::move(fp8.weight));
+      entries.push_back({module + ".weight", keep.back()});
+      keep.push_back(std::move(fp8.weight_scale));  // f32 [N, 1], as the quantization used it
+      entries.push_back({module + ".weight_scale", keep.back()});
+      continue;
+    }
     AwqPacked packed = to_awq(quantize_rtn(weight, options.group_size, DType::kF16));
     for (auto [suffix, tensor] : {std::pair{".qweight", &packed.qweight}, std::pair{".qzeros", &packed.qzeros},
                                   std::pair{".scales", &packed.scales}}) {
@@ -222,12 +252,18 @@ void quantize_model(const fs::path& model_dir, const fs::path& out_dir, const Qu
   write_safetensors(out_dir / "model.safetensors", entries, {{"format", "pt"}});
 
   nlohmann::json json = read_json(model_dir / "config.json");
-  json["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}, {"group_size", options.group_size},
-                                 {"zero_point", true}, {"version", "gemm"}, {"modules_to_not_convert", nullptr}};
+  json["quantization_config"] = options.method == "fp8" ? fp8_quantization_config()
+                                                        : nlohmann::json{{"quant_method", "awq"},
+                                                                         {"bits", 4},
+                                                                         {"group_size", options.group_size},
+                                                                         {"zero_point", true},
+                                                                         {"version", "gemm"},
+                                                                         {"modules_to_not_convert", nullptr}};
   std::ofstream(out_dir / "config.json") << json.dump(2) << "\n";
   copy_other_files(model_dir, out_dir);
-  spdlog::info("quantized {} linear layers of {} into {} ({}, group {})", modules.size(), model_dir.string(),
-               out_dir.string(), options.method, options.group_size);
+  spdlog::info("quantized {} linear layers of {} into {} ({})", modules.size(), model_dir.string(), out_dir.string(),
+               options.method == "fp8" ? std::string("fp8, per-channel weight scales, dynamic per-token activations")
+                                       : fmt::format("{}, group {}", options.method, options.group_size));
 }
 
 std::vector<std::vector<int32_t>> calibration_samples(const std::vector<int32_t>& tokens, int64_t num_samples,

@@ -1,6 +1,7 @@
 // `brisk quantize`: turns a dense Hugging Face folder (bf16 / f16 / f32) into an AutoAWQ-
-// compatible int4 folder ("gemm" packing, zero points, f16 scales; model/int4_weight.h) that
-// brisk, transformers and vLLM load. Linear layers of the decoder are quantized; embeddings,
+// compatible int4 folder ("gemm" packing, zero points, f16 scales; model/int4_weight.h), or with
+// "fp8" a compressed-tensors FP8 folder (e4m3 weights, f32 per-channel scales, activations scaled
+// per token at run time; model/fp8_weight.h), that brisk, transformers and vLLM load. Linear layers of the decoder are quantized; embeddings,
 // norms, biases and lm_head are copied as they are, and so is every other file of the folder
 // (tokenizer, generation_config.json, chat template, ...).
 //
@@ -23,8 +24,8 @@ struct QuantizeOptions {
   QuantizeOptions() = default;
   QuantizeOptions(std::string method_, int64_t group_size_) : method(std::move(method_)), group_size(group_size_) {}
 
-  std::string method = "rtn";  // "rtn": round to nearest per group; "awq": activation-aware
-  int64_t group_size = 128;
+  std::string method = "rtn";  // "rtn": round to nearest per group; "awq": activation-aware; "fp8"
+  int64_t group_size = 128;     // int4 only
   // awq only:
   std::vector<std::vector<int32_t>> calibration;  // token samples (calibration_samples below)
   Backend* backend = nullptr;    // runs the calibration forward; must share host memory (the CPU)

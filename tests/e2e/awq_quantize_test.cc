@@ -4,7 +4,8 @@
 // - on the trained default model (models/tiny-austen, real activation statistics), AWQ's int4
 //   model is closer to the dense one than round-to-nearest's on held-out text, in logit error
 //   and in perplexity;
-// - the calibration set gives clear errors.
+// - the calibration set gives clear errors;
+// - FP8 (`--method fp8`) keeps tiny-austen's held-out perplexity within 1%.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -394,6 +395,27 @@ TEST(AwqQuantize, ClearErrors) {
   bad_token.calibration = {{1, 2, 1 << 30}};
   testing::expect_error([&] { quantize_model(model, out, bad_token); }, ErrorCode::kInvalidArgument,
                         {"calibration token 1073741824"});
+}
+
+// brisk quantize --method fp8 on the trained default model: held-out perplexity within 1% of
+// the dense model's (issue #33's accuracy bar; per-channel e4m3 weights, per-token e4m3
+// activations).
+TEST(Fp8Quantize, KeepsHeldOutPerplexityWithinOnePercent) {
+  auto backend = make_cpu_backend();
+  auto tokenizer = Tokenizer::from_folder(tiny_austen());
+  std::vector<int32_t> held_out = tokenize_file(*tokenizer, testing::test_data_dir() / "austen-heldout.txt");
+  ASSERT_GE(held_out.size(), 1024u);
+  held_out.resize(1024);
+  const fs::path out = testing::make_temp_dir("fp8-tiny-austen") / "fp8";
+  quantize_model(tiny_austen(), out, {"fp8", 128});
+  auto dense = LlamaModel::load(tiny_austen(), *backend);
+  const std::vector<float> dense_logits = prefill_logits(*dense, *backend, held_out);
+  const Closeness dense_c = measure(tiny_austen(), *backend, held_out, dense_logits);
+  const Closeness fp8_c = measure(out, *backend, held_out, dense_logits);
+  std::printf("held-out perplexity: dense %.3f, fp8 %.3f; logit mse %.5f\n", dense_c.perplexity, fp8_c.perplexity,
+              fp8_c.logit_mse);
+  EXPECT_LT(std::fabs(fp8_c.perplexity / dense_c.perplexity - 1), 0.01);
+  EXPECT_GT(fp8_c.logit_mse, 0.0);  // the weights and activations really were quantized
 }
 
 }  // namespace

@@ -180,6 +180,38 @@ void check_op_params(const GemmW4A16Params& p, Device device) {
   }
 }
 
+void check_op_params(const GemmFp8Params& p, Device device) {
+  constexpr std::string_view kOp = "gemm_fp8";
+  check_view(kOp, "x", p.x, 2, Layout::kStridedRows, device);
+  check_view(kOp, "weight", p.weight, 2, Layout::kContiguous, device);
+  check_view(kOp, "weight_scale", p.weight_scale, 2, Layout::kContiguous, device);
+  check_view(kOp, "y", p.y, 2, Layout::kStridedRows, device);
+  check_float(kOp, "x", p.x);
+  check_dtype(kOp, "weight", p.weight, DType::kF8E4M3);
+  check_dtype(kOp, "weight_scale", p.weight_scale, DType::kF32);
+  check_float(kOp, "y", p.y);
+  const int64_t n = p.weight.size(0), k = p.weight.size(1);
+  BRISK_CHECK(p.x.size(1) == k, "gemm_fp8: x is {} but weight is {}: K differs", p.x.describe(), p.weight.describe());
+  BRISK_CHECK(p.y.size(0) == p.x.size(0) && p.y.size(1) == n, "gemm_fp8: x is {} and weight {} but y is {}",
+              p.x.describe(), p.weight.describe(), p.y.describe());
+  BRISK_CHECK(p.block_size == 0 || p.block_size == 128, "gemm_fp8: block_size is {} but must be 0 or 128", p.block_size);
+  const Shape scale_shape{n, p.block_size > 0 ? (k + p.block_size - 1) / p.block_size : 1};
+  BRISK_CHECK(p.weight_scale.shape() == scale_shape, "gemm_fp8: weight_scale is {} but weight {} with block_size {} needs {}",
+              p.weight_scale.describe(), p.weight.describe(), p.block_size, scale_shape.to_string());
+  if (!p.input_scale.empty()) {
+    check_view(kOp, "input_scale", p.input_scale, 1, Layout::kContiguous, device);
+    check_dtype(kOp, "input_scale", p.input_scale, DType::kF32);
+    BRISK_CHECK(p.input_scale.size(0) == 1 && p.block_size == 0,
+                "gemm_fp8: input_scale is {} but a static scale is one value, without block_size", p.input_scale.describe());
+  }
+  if (!p.bias.empty()) {
+    check_view(kOp, "bias", p.bias, 1, Layout::kContiguous, device);
+    check_float(kOp, "bias", p.bias);
+    BRISK_CHECK(p.bias.size(0) == n, "gemm_fp8: weight is {} but bias is {}: N differs", p.weight.describe(),
+                p.bias.describe());
+  }
+}
+
 void check_op_params(const AttentionParams& p, Device device) {
   constexpr std::string_view kOp = "attention";
   BRISK_CHECK(p.num_heads > 0 && p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0,

@@ -17,6 +17,7 @@ void check_op_params(const GemmParams& p, Device device);
 // K a multiple of 8 (whole bytes per row and AWQ/GPTQ's 8 values per int32), group_size
 // dividing K; backends may restrict the group size further.
 void check_op_params(const GemmW4A16Params& p, Device device);
+void check_op_params(const GemmFp8Params& p, Device device);
 // head_dim need only be positive here; backends may restrict it further.
 void check_op_params(const AttentionParams& p, Device device);
 void check_op_params(const SiluMulParams& p, Device device);

@@ -11,6 +11,7 @@ void CpuBackend::rms_norm(const RmsNormParams& p) { cpu::rms_norm(p); }
 void CpuBackend::rope_kv_append(const RopeKvAppendParams& p) { cpu::rope_kv_append(p); }
 void CpuBackend::gemm(const GemmParams& p) { cpu::gemm(p); }
 void CpuBackend::gemm_w4a16(const GemmW4A16Params& p) { cpu::gemm_w4a16(p); }
+void CpuBackend::gemm_fp8(const GemmFp8Params& p) { cpu::gemm_fp8(p); }
 void CpuBackend::attention(const AttentionParams& p) { cpu::attention(p); }
 void CpuBackend::silu_mul(const SiluMulParams& p) { cpu::silu_mul(p); }
 void CpuBackend::sample(const SampleParams& p) { cpu::sample(p); }

@@ -28,6 +28,7 @@ class CpuBackend final : public Backend {
   void rope_kv_append(const RopeKvAppendParams& p) override;
   void gemm(const GemmParams& p) override;
   void gemm_w4a16(const GemmW4A16Params& p) override;
+  void gemm_fp8(const GemmFp8Params& p) override;
   void attention(const AttentionParams& p) override;
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -15,6 +16,14 @@ void rms_norm(const RmsNormParams& p);
 void rope_kv_append(const RopeKvAppendParams& p);
 void gemm(const GemmParams& p);
 void gemm_w4a16(const GemmW4A16Params& p);
+void gemm_fp8(const GemmFp8Params& p);
+// x quantized as gemm_fp8 does (backend.h): the e4m3 values q [M, K] as floats, and the scale of
+// each token and group [M, groups] (groups: ceil(K / block_size), or 1).
+struct Fp8QuantizedRows {
+  std::vector<float> q, scales;
+  int64_t groups = 1;
+};
+Fp8QuantizedRows quantize_fp8_activations(const TensorView& x, int block_size, const TensorView& input_scale);
 void attention(const AttentionParams& p);
 void silu_mul(const SiluMulParams& p);
 void sample(const SampleParams& p);

@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
 
 namespace brisk {
 namespace {
@@ -43,6 +46,52 @@ TEST(DType, BFloat16RoundTripsAndRounds) {
   }
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + std::ldexp(1.0f, -8))), 1.0f);  // tie to even
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + std::ldexp(3.0f, -9))), 1.0f + std::ldexp(1.0f, -7));
+}
+
+// e4m3 against its definition: every code decodes and encodes back; any float encodes to the
+// nearest code (ties to the even code), saturating at +-448.
+TEST(DType, E4M3RoundTripsAndRounds) {
+  std::vector<std::pair<float, uint8_t>> codes;  // finite values, each sign
+  for (int c = 0; c < 256; ++c) {
+    const float v = e4m3_to_float(static_cast<uint8_t>(c));
+    if (std::isnan(v)) {
+      EXPECT_TRUE(c == 0x7f || c == 0xff) << c;
+      continue;
+    }
+    EXPECT_EQ(float_to_e4m3(v), c) << c;
+    codes.push_back({v, static_cast<uint8_t>(c)});
+  }
+  EXPECT_EQ(e4m3_to_float(0x7e), 448.0f);
+  EXPECT_EQ(e4m3_to_float(0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(e4m3_to_float(0x38), 1.0f);
+  auto nearest = [&](float x) {
+    float best = std::numeric_limits<float>::infinity();
+    uint8_t code = 0;
+    for (const auto& [v, c] : codes) {
+      if (std::signbit(v) != std::signbit(x)) continue;
+      const float d = std::fabs(v - x);
+      if (d < best || (d == best && (c & 1) == 0)) best = d, code = c;
+    }
+    return code;
+  };
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    const float x = std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng), static_cast<int>(rng() % 22) - 12);
+    if (std::fabs(x) >= 448.0f) continue;
+    ASSERT_EQ(float_to_e4m3(x), nearest(x)) << x;
+  }
+  for (int c = 0; c < 0x7e; ++c) {  // midpoints between neighbouring codes: ties to the even one
+    const float mid = (e4m3_to_float(static_cast<uint8_t>(c)) + e4m3_to_float(static_cast<uint8_t>(c + 1))) / 2;
+    const int even = c % 2 == 0 ? c : c + 1;
+    EXPECT_EQ(float_to_e4m3(mid), even) << mid;
+    EXPECT_EQ(float_to_e4m3(-mid), even | 0x80) << -mid;
+  }
+  EXPECT_EQ(float_to_e4m3(449.0f), 0x7e);
+  EXPECT_EQ(float_to_e4m3(1e30f), 0x7e);
+  EXPECT_EQ(float_to_e4m3(-std::numeric_limits<float>::infinity()), 0xfe);
+  EXPECT_EQ(float_to_e4m3(std::nanf("")), 0x7f);
+  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal: ties to 0
+  EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);  // between 1 and 2 (x 2^-9): ties to 2
 }
 
 }  // namespace

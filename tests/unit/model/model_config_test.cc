@@ -401,7 +401,7 @@ TEST(ModelConfig, QuantizationConfig) {
       {R"({"quant_method": "awq", "bits": 4, "zero_point": false})", {"zero_point false"}},
       {R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": true})", {"desc_act true"}},
       {R"({"quant_method": "gptq", "bits": 4, "checkpoint_format": "marlin"})", {"checkpoint_format 'marlin'"}},
-      {R"({"quant_method": "fp8"})", {"quant_method 'fp8'", "awq, gptq"}},
+      {R"({"quant_method": "bitsandbytes"})", {"quant_method 'bitsandbytes'", "awq, gptq"}},
   };
   for (const auto& [text, substrings] : rejected) {
     j["quantization_config"] = json::parse(text);
@@ -410,6 +410,64 @@ TEST(ModelConfig, QuantizationConfig) {
   j["quantization_config"] = json::parse(R"({"quant_method": "awq", "group_size": 0})");
   expect_error([&] { ModelConfig::from_json(j, "config.json"); }, ErrorCode::kInvalidArgument,
                {"quantization_config.group_size"});
+}
+
+// FP8 checkpoints: llm-compressor's compressed-tensors schemes (FP8_DYNAMIC, FP8 static, block)
+// and the block-wise "fp8" form of Qwen3 / DeepSeek releases; what brisk refuses, by name.
+TEST(ModelConfig, Fp8QuantizationConfig) {
+  json j = json::parse(kLlama31);
+  auto parse = [&](const std::string& text) {
+    j["quantization_config"] = json::parse(text);
+    return ModelConfig::from_json(j, "config.json").quantization;
+  };
+  auto compressed = [](const std::string& weights, const std::string& activations) {
+    return R"({"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+        "quantization_status": "compressed", "config_groups": {"group_0": {"targets": ["Linear"],
+        "weights": )" + weights + R"(, "input_activations": )" + activations + "}}}";
+  };
+  const std::string channel = R"({"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": false, "symmetric": true})";
+  const std::string tensor = R"({"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false, "symmetric": true})";
+  const std::string block = R"({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]})";
+  const std::string token = R"({"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true})";
+  const std::string group = R"({"num_bits": 8, "type": "float", "strategy": "group", "group_size": 128, "dynamic": true})";
+
+  QuantizationConfig q = parse(compressed(channel, token));
+  EXPECT_EQ(q.method, QuantMethod::kFp8);
+  EXPECT_EQ(q.fp8_weights, Fp8WeightScales::kChannel);
+  EXPECT_EQ(q.fp8_activations, Fp8Activations::kToken);
+  q = parse(compressed(tensor, tensor));
+  EXPECT_EQ(q.fp8_weights, Fp8WeightScales::kTensor);
+  EXPECT_EQ(q.fp8_activations, Fp8Activations::kStatic);
+  q = parse(compressed(block, group));
+  EXPECT_EQ(q.fp8_weights, Fp8WeightScales::kBlock);
+  EXPECT_EQ(q.fp8_activations, Fp8Activations::kTokenGroup);
+  q = parse(R"({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]})");
+  EXPECT_EQ(q.fp8_weights, Fp8WeightScales::kBlock);
+  EXPECT_EQ(q.fp8_activations, Fp8Activations::kTokenGroup);
+  q = parse(R"({"quant_method": "fp8", "activation_scheme": "static"})");
+  EXPECT_EQ(q.fp8_weights, Fp8WeightScales::kTensor);
+  EXPECT_EQ(q.fp8_activations, Fp8Activations::kStatic);
+
+  const std::pair<std::string, std::vector<std::string>> rejected[] = {
+      {R"({"quant_method": "fp8", "fmt": "e5m2"})", {"fmt 'e5m2'"}},
+      {R"({"quant_method": "fp8", "weight_block_size": [64, 64]})", {"weight_block_size [64,64]", "128x128"}},
+      {R"({"quant_method": "fp8", "activation_scheme": "static", "weight_block_size": [128, 128]})",
+       {"static activation scales with block-wise weights"}},
+      {compressed(channel, "null"), {"input_activations null"}},
+      {compressed(R"({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128})", token),
+       {"weights.num_bits of 4 bits, type 'int'"}},
+      {compressed(block, token), {"activations 'token'", "'block' weights"}},
+      {compressed(R"({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [64, 64]})", group),
+       {"block_structure [64,64]"}},
+      {R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {}})",
+       {"format 'pack-quantized'"}},
+      {R"({"quant_method": "compressed-tensors", "config_groups": {"a": {}, "b": {}}})", {"config_groups with 2 groups"}},
+      {R"({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8}, "config_groups": {}})",
+       {"kv_cache_scheme"}},
+  };
+  for (const auto& [text, substrings] : rejected) {
+    expect_error([&] { parse(text); }, ErrorCode::kUnsupported, substrings);
+  }
 }
 
 TEST(ModelConfig, QuantizeConfigBesideConfigJson) {

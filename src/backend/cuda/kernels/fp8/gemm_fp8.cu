@@ -1,0 +1,88 @@
+// gemm_fp8's CUDA-core path (gemm_fp8.h): a kernel quantizes x (one block per row: each group's
+// max by a block reduction, then cvt to e4m3 with saturation, round to nearest even, as
+// float_to_e4m3), then a warp per (row, output) sums each group's exact products in fp32 and
+// scales them, as the CPU reference does.
+#include "backend/cuda/kernels/fp8/gemm_fp8.h"
+
+#include <cuda_fp8.h>
+
+#include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/runtime/cuda_check.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float e4m3_value(uint8_t bits) {
+  __nv_fp8_e4m3 v;
+  v.__x = bits;
+  return static_cast<float>(v);
+}
+
+__device__ float block_max(float v) {
+  __shared__ float warp_max[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = v;
+  __syncthreads();
+  float m = 0.0f;
+  for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
+  __syncthreads();  // warp_max is reused by the next group
+  return m;
+}
+
+__global__ void __launch_bounds__(kThreads) quantize_rows_kernel(GemmFp8Args a) {
+  const int64_t m = blockIdx.x, group = a.block_size > 0 ? a.block_size : a.k;
+  const int64_t groups = (a.k + group - 1) / group;
+  const void* row = row_ptr(a.x, a.x_type, m, a.x_stride);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t k0 = g * group, k1 = min(a.k, k0 + group);
+    float scale = a.input_scale != nullptr ? *a.input_scale : 0.0f;
+    if (a.input_scale == nullptr) {
+      float amax = 0.0f;
+      for (int64_t i = k0 + threadIdx.x; i < k1; i += kThreads) amax = fmaxf(amax, fabsf(load_one(row, a.x_type, i)));
+      amax = block_max(amax);
+      scale = amax > 0.0f ? amax / 448.0f : 1.0f;
+    }
+    if (threadIdx.x == 0) a.x_scale[m * groups + g] = scale;
+    for (int64_t i = k0 + threadIdx.x; i < k1; i += kThreads) {
+      a.x_q[m * a.k + i] = __nv_cvt_float_to_fp8(__fdiv_rn(load_one(row, a.x_type, i), scale), __NV_SATFINITE, __NV_E4M3);
+    }
+  }
+}
+
+// Warp w of block (x, m): output n = 8 x + w of row m.
+__global__ void __launch_bounds__(kThreads) gemm_fp8_kernel(GemmFp8Args a) {
+  const int64_t n = int64_t{blockIdx.x} * (kThreads / 32) + threadIdx.x / 32, m = blockIdx.y;
+  const int lane = threadIdx.x % 32;
+  if (n >= a.n) return;
+  const int64_t group = a.block_size > 0 ? a.block_size : a.k;
+  const int64_t groups = (a.k + group - 1) / group;
+  const uint8_t* x = a.x_q + m * a.k;
+  const uint8_t* w = a.weight + n * a.k;
+  float sum = 0.0f;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t k0 = g * group, k1 = min(a.k, k0 + group);
+    float part = 0.0f;
+    for (int64_t i = k0 + lane; i < k1; i += 32) part += e4m3_value(x[i]) * e4m3_value(w[i]);
+    for (int offset = 16; offset > 0; offset /= 2) part += __shfl_xor_sync(0xffffffffu, part, offset);
+    sum += part * (a.x_scale[m * groups + g] * a.weight_scale[n * groups + g]);
+  }
+  if (lane == 0) {
+    const float bias = a.bias != nullptr ? load_one(a.bias, a.bias_type, n) : 0.0f;
+    store_one(row_ptr(a.y, a.y_type, m, a.y_stride), a.y_type, n, sum + bias);
+  }
+}
+
+}  // namespace
+
+void launch_gemm_fp8(const GemmFp8Args& a, cudaStream_t stream) {
+  if (a.m == 0 || a.n == 0) return;
+  quantize_rows_kernel<<<a.m, kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK(cudaGetLastError());
+  const dim3 grid(static_cast<unsigned>((a.n + kThreads / 32 - 1) / (kThreads / 32)), static_cast<unsigned>(a.m));
+  gemm_fp8_kernel<<<grid, kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace brisk::cuda

@@ -1,0 +1,39 @@
+// gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params). The CUDA-core path of
+// kernels/fp8/gemm_fp8.h: x's e4m3 values and scales in scratch, then the product.
+#include "backend/common/op_params.h"
+#include "backend/cuda/kernels/fp8/gemm_fp8.h"
+#include "backend/cuda/ops/cuda_ops.h"
+#include "backend/cuda/ops/op_checks.h"
+#include "core/error.h"
+
+namespace brisk::cuda {
+
+void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
+  check_op_params(p, Device::kCuda);
+  const int64_t m = p.x.size(0), n = p.weight.size(0), k = p.weight.size(1);
+  if (m == 0 || n == 0) return;
+  BRISK_CHECK(m <= 65535, "gemm_fp8: x is {}; at most 65535 rows a call", p.x.describe());
+  Tensor x_q(*ctx.allocator, DType::kU8, {m, k});  // freed on return: reuse is stream-ordered
+  Tensor x_scale(*ctx.allocator, DType::kF32, {m, p.weight_scale.size(1)});
+  GemmFp8Args a;
+  a.x = p.x.data();
+  a.x_stride = p.x.stride(0);
+  a.x_type = float_type(p.x.dtype());
+  a.weight = p.weight.data_as<const uint8_t>();
+  a.weight_scale = p.weight_scale.data_as<const float>();
+  a.input_scale = p.input_scale.empty() ? nullptr : p.input_scale.data_as<const float>();
+  a.bias = p.bias.empty() ? nullptr : p.bias.data();
+  a.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
+  a.y = p.y.data();
+  a.y_stride = p.y.stride(0);
+  a.y_type = float_type(p.y.dtype());
+  a.x_q = x_q.data_as<uint8_t>();
+  a.x_scale = x_scale.data_as<float>();
+  a.m = static_cast<int>(m);
+  a.n = n;
+  a.k = k;
+  a.block_size = p.block_size;
+  launch_gemm_fp8(a, ctx.stream);
+}
+
+}  // namespace brisk::cuda
