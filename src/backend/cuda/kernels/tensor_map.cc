@@ -30,17 +30,31 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_function() {
 
 bool tensor_map_encoding_available() { return encode_function() != nullptr; }
 
+namespace {
+
+CUresult encode(CUtensorMap& map, CUtensorMapDataType type, int rank, const void* base, const cuuint64_t* dims,
+                const cuuint64_t* strides, const cuuint32_t* box, const char* op) {
+  const auto function = encode_function();
+  BRISK_CHECK(function != nullptr, "{}: the CUDA driver offers no cuTensorMapEncodeTiled", op);
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  return function(&map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides, box,
+                  element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+}  // namespace
+
 CUresult encode_tensor_map_16bit(CUtensorMap& map, FloatType type, int rank, const void* base,
                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                                  const char* op) {
   BRISK_CHECK(type == FloatType::kBF16 || type == FloatType::kF16, "{}: tensor maps here take 16-bit elements", op);
-  const auto function = encode_function();
-  BRISK_CHECK(function != nullptr, "{}: the CUDA driver offers no cuTensorMapEncodeTiled", op);
-  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
-  return function(&map, type == FloatType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                  static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims, strides, box, element_strides,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return encode(map, type == FloatType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                rank, base, dims, strides, box, op);
+}
+
+CUresult encode_tensor_map_8bit(CUtensorMap& map, int rank, const void* base, const cuuint64_t* dims,
+                                const cuuint64_t* strides, const cuuint32_t* box, const char* op) {
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, base, dims, strides, box, op);
 }
 
 }  // namespace brisk::cuda

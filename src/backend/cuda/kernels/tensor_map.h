@@ -1,4 +1,4 @@
-// Tiled tensor maps of 16-bit elements for the bulk tensor copy engine (TMA), as the Hopper
+// Tiled tensor maps of 16-bit (and 8-bit) elements for the bulk tensor copy engine (TMA), as the Hopper
 // kernels use them: 128-byte swizzle, L2 promotion of 256 bytes, zeros for elements outside the
 // tensor. Encoded on the host (cuTensorMapEncodeTiled through the runtime's driver entry point:
 // nothing links libcuda) and passed to kernels by value (__grid_constant__), so a captured CUDA
@@ -20,5 +20,9 @@ bool tensor_map_encoding_available();
 CUresult encode_tensor_map_16bit(CUtensorMap& map, FloatType type, int rank, const void* base,
                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                                  const char* op);
+
+// The same over one-byte elements (e4m3).
+CUresult encode_tensor_map_8bit(CUtensorMap& map, int rank, const void* base, const cuuint64_t* dims,
+                                const cuuint64_t* strides, const cuuint32_t* box, const char* op);
 
 }  // namespace brisk::cuda

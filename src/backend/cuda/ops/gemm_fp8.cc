@@ -1,12 +1,29 @@
-// gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params). The CUDA-core path of
-// kernels/fp8/gemm_fp8.h: x's e4m3 values and scales in scratch, then the product.
+// gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
+// scales in scratch, then the product by the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0) or on
+// CUDA cores (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
+#include "backend/cuda/kernels/tensor_map.h"
 #include "backend/cuda/ops/cuda_ops.h"
 #include "backend/cuda/ops/op_checks.h"
 #include "core/error.h"
 
 namespace brisk::cuda {
+namespace {
+
+// The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
+CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};
+  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(box_rows)};
+  const CUresult result = encode_tensor_map_8bit(map, 2, base, dims, strides, box, "gemm_fp8");
+  BRISK_CHECK(result == CUDA_SUCCESS, "gemm_fp8: cuTensorMapEncodeTiled failed (CUresult {}) for {} [{}, {}]",
+              static_cast<int>(result), what, rows, k);
+  return map;
+}
+
+}  // namespace
 
 void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
   check_op_params(p, Device::kCuda);
@@ -33,7 +50,16 @@ void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
   a.n = n;
   a.k = k;
   a.block_size = p.block_size;
-  launch_gemm_fp8(a, ctx.stream);
+  launch_quantize_fp8_rows(a, ctx.stream);
+  if (!fp8_wgmma_supports(n, k)) {
+    launch_gemm_fp8_cuda_cores(a, ctx.stream);
+    return;
+  }
+  Fp8WgmmaArgs w;
+  static_cast<GemmFp8Args&>(w) = a;
+  w.tokens = fp8_wgmma_tokens(a.m, a.block_size);
+  w.k_per_split = k;
+  launch_fp8_wgmma(w, panel_map(a.weight, n, k, 128, "weight"), panel_map(a.x_q, m, k, w.tokens, "x"), ctx.stream);
 }
 
 }  // namespace brisk::cuda

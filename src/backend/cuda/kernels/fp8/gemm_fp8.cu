@@ -1,7 +1,7 @@
-// gemm_fp8's CUDA-core path (gemm_fp8.h): a kernel quantizes x (one block per row: each group's
-// max by a block reduction, then cvt to e4m3 with saturation, round to nearest even, as
-// float_to_e4m3), then a warp per (row, output) sums each group's exact products in fp32 and
-// scales them, as the CPU reference does.
+// gemm_fp8's activation quantization and CUDA-core product (gemm_fp8.h): a kernel quantizes x
+// (one block per row: each group's max by a block reduction, then cvt to e4m3 with saturation,
+// round to nearest even, as float_to_e4m3); a warp per (row, output) sums each group's exact
+// products in fp32 and scales them, as the CPU reference does.
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 
 #include <cuda_fp8.h>
@@ -76,10 +76,14 @@ __global__ void __launch_bounds__(kThreads) gemm_fp8_kernel(GemmFp8Args a) {
 
 }  // namespace
 
-void launch_gemm_fp8(const GemmFp8Args& a, cudaStream_t stream) {
-  if (a.m == 0 || a.n == 0) return;
+void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream) {
+  if (a.m == 0) return;
   quantize_rows_kernel<<<a.m, kThreads, 0, stream>>>(a);
   BRISK_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_gemm_fp8_cuda_cores(const GemmFp8Args& a, cudaStream_t stream) {
+  if (a.m == 0 || a.n == 0) return;
   const dim3 grid(static_cast<unsigned>((a.n + kThreads / 32 - 1) / (kThreads / 32)), static_cast<unsigned>(a.m));
   gemm_fp8_kernel<<<grid, kThreads, 0, stream>>>(a);
   BRISK_CUDA_CHECK(cudaGetLastError());

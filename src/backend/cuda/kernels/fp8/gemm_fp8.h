@@ -1,10 +1,11 @@
-// gemm_fp8 on CUDA cores (gemm_fp8.cu): the exact semantics of GemmFp8Params (backend/backend.h),
-// a warp per output, for correctness on every shape. The Hopper FP8 tensor-core kernels
-// (issue #33) take the shapes they support ahead of it.
+// gemm_fp8 on CUDA: x quantized to e4m3 with its scales (gemm_fp8.cu), then the product by the
+// FP8 wgmma kernel (fp8_wgmma.cu) where K % 128 == 0 and N % 16 == 0, else by a warp per output
+// on CUDA cores; both keep GemmFp8Params' arithmetic (backend/backend.h).
 #pragma once
 
 #include <cstdint>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/kernels/launch.h"
@@ -31,6 +32,29 @@ struct GemmFp8Args {
   int block_size = 0;  // 0: one group of k
 };
 
-void launch_gemm_fp8(const GemmFp8Args& a, cudaStream_t stream);
+// x_q and x_scale from x (one block per row).
+void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream);
+// y from x_q, x_scale and the weights on CUDA cores (any shape).
+void launch_gemm_fp8_cuda_cores(const GemmFp8Args& a, cudaStream_t stream);
+
+// The wgmma kernel's arguments: GemmFp8Args' plus the tile scheduler's and epilogue's fields
+// (kernels/w4a16/wgmma_*.cuh; no split over K).
+struct Fp8WgmmaArgs : GemmFp8Args {
+  int tokens = 0;  // a block's token tile: 64 or 128
+  int num_splits = 1;
+  int64_t k_per_split = 0;
+  int64_t split_from_tile = 0;
+  float* partials = nullptr;
+  static constexpr bool silu_gate = false;
+};
+// Whether the wgmma kernel takes these sizes.
+inline bool fp8_wgmma_supports(int64_t n, int64_t k) { return k % 128 == 0 && n % 16 == 0; }
+// A block's token tile for these sizes.
+// (Block-wise scales take 64: at 128 the per-chunk scales no longer fit the registers.)
+inline int fp8_wgmma_tokens(int m, int block_size) { return m <= 64 || block_size > 0 ? 64 : 128; }
+// y from x_q, x_scale and the weights by the wgmma kernel: w_map over the weights [n, k] in boxes
+// of 128 x 128 bytes, x_map over x_q [m, k] in boxes of 128 bytes x a.tokens rows (128-byte
+// swizzle, kernels/tensor_map.h).
+void launch_fp8_wgmma(const Fp8WgmmaArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream);
 
 }  // namespace brisk::cuda

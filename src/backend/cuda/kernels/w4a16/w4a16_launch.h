@@ -12,7 +12,8 @@
 namespace brisk::cuda {
 
 // The columns of y: n, or n / 2 with silu_gate (one for each gate / up pair of rows).
-__host__ __device__ inline int64_t w4a16_y_cols(const W4A16Args& a) { return a.silu_gate ? a.n / 2 : a.n; }
+template <class Args>
+__host__ __device__ inline int64_t w4a16_y_cols(const Args& a) { return a.silu_gate ? a.n / 2 : a.n; }
 
 // y = sum of the num_splits partials (+ bias): the second kernel of a split-K launch.
 void launch_w4a16_reduce(const W4A16Args& a, cudaStream_t stream);

@@ -18,10 +18,13 @@ inline constexpr int kW4A16WgmmaBlockRows = 128;
 inline constexpr int kW4A16WgmmaChunkK = 128;
 // The (N, M) tiles of a block each at `tokens` tokens a block, N tile fastest: tile i covers
 // rows 128 (i % N tiles) .. and tokens tokens * (i / N tiles) ...
-__host__ __device__ inline int64_t w4a16_wgmma_n_tiles(const W4A16Args& a) {
+// (Args: W4A16Args or another kernel's arguments with the same m and n.)
+template <class Args>
+__host__ __device__ inline int64_t w4a16_wgmma_n_tiles(const Args& a) {
   return (a.n + kW4A16WgmmaBlockRows - 1) / kW4A16WgmmaBlockRows;
 }
-__host__ __device__ inline int64_t w4a16_wgmma_tiles(const W4A16Args& a, int tokens) {
+template <class Args>
+__host__ __device__ inline int64_t w4a16_wgmma_tiles(const Args& a, int tokens) {
   return w4a16_wgmma_n_tiles(a) * ((a.m + tokens - 1) / tokens);
 }
 

@@ -22,7 +22,8 @@ namespace brisk::cuda {
 // whole 16-byte chunks, 8 or 16 lanes a token's 128 or 256 contiguous bytes: stored from the
 // fragments (2 or 4 bytes a lane, 16 bytes a row and token) they took a large share of the kernel
 // (docs/perf/w4a16.md).
-__device__ __forceinline__ bool tile_stores_16bit(const W4A16Args& a) {
+template <class Args>
+__device__ __forceinline__ bool tile_stores_16bit(const Args& a) {
   return a.y_type != FloatType::kF32 && a.y_stride % 8 == 0 && reinterpret_cast<uintptr_t>(a.y) % 16 == 0;
 }
 
@@ -44,8 +45,8 @@ __device__ __forceinline__ void copy_tile_out(At at, void* out, int64_t stride_b
 
 // row0: the warpgroup's first weight row, or with kSiluGate its first feature (32 a warpgroup,
 // 8 a warp: a [tokens][32 features] tile of 64-byte rows, swizzled by token / 2).
-template <int kTokens, bool kSiluGate>
-__device__ __forceinline__ void store_tile(const W4A16Args& a, const float (&acc)[kTokens / 2], const float (&bias)[2],
+template <int kTokens, bool kSiluGate, class Args>
+__device__ __forceinline__ void store_tile(const Args& a, const float (&acc)[kTokens / 2], const float (&bias)[2],
                                            uint32_t ring_address, int64_t row0, int m0) {
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const bool f16 = a.y_type == FloatType::kF16;
@@ -114,9 +115,9 @@ __device__ __forceinline__ void store_partials(const float (&acc)[kTokens / 2], 
 // The block's outputs once its MMAs completed (acc[4 j + 2 h + e]: weight row rows.row[h], token
 // m0 + 8 j + 2 t + e). The ring is free then, once both warpgroups got there. (rows by value:
 // by reference its array keeps the compiler from the schedule the kernel had.)
-template <int kTokens, bool kSiluGate>
-__device__ __forceinline__ void wgmma_store(const W4A16Args& a, const float (&acc)[kTokens / 2], uint32_t ring_address,
-                                            const WgmmaTile<kTokens>& tile, const WgmmaWarpRows<kSiluGate> rows) {
+template <int kTokens, bool kSiluGate, class Args, class Tile>
+__device__ __forceinline__ void wgmma_store(const Args& a, const float (&acc)[kTokens / 2], uint32_t ring_address,
+                                            const Tile& tile, const WgmmaWarpRows<kSiluGate> rows) {
   if (tile.split) {
     hopper::named_barrier_sync(1, 256);  // both warpgroups' MMAs are complete: the ring is free
     const int64_t tile_floats = int64_t{kTokens} * kW4A16WgmmaBlockRows;

@@ -43,13 +43,15 @@ struct WgmmaLayout {
   static_assert(kBarrierOffset >= 2 * kTokens * 256, "the ring must hold both warpgroups' fp32 output tiles");
 };
 
-// The ring's shared-space addresses (its start aligned to 1024 bytes, as the swizzle needs).
-template <int kTokens, int kStages>
-struct WgmmaRing {
-  using L = WgmmaLayout<kTokens, kStages>;
+// A ring of kStages stages of layout L (L::kBarrierOffset: where the barriers start) at its
+// shared-space addresses (its start aligned to 1024 bytes, as the swizzle needs): each stage
+// fills on its "full" mbarrier (the producer's arrival and the copies' bytes) and is released
+// on its "empty" one by the 8 consumer warps.
+template <class L, int kStages>
+struct StageRing {
   uint32_t address, full_bar, empty_bar;
 
-  __device__ __forceinline__ explicit WgmmaRing(uint8_t* shared_raw) {
+  __device__ __forceinline__ explicit StageRing(uint8_t* shared_raw) {
     uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t{1023});
     address = shared_address(ring);
     full_bar = address + L::kBarrierOffset;
@@ -64,6 +66,8 @@ struct WgmmaRing {
     hopper::mbarrier_init_fence();
   }
 };
+template <int kTokens, int kStages>
+using WgmmaRing = StageRing<WgmmaLayout<kTokens, kStages>, kStages>;
 
 // The producer thread: chunk i's x tile and weights into stage i % kStages. With kSiluGate the
 // block's 4 gate tiles (tile0 / 2 ..), then their 4 up tiles (+ N / 32), two bulk copies.

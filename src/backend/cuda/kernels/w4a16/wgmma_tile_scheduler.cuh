@@ -18,7 +18,8 @@ struct BlockWork {
   int64_t tile, n_tile, split_slot;  // split_slot: the tile's place in the partials, -1 when whole
   int m_tile, split;
 };
-__device__ __forceinline__ BlockWork block_work(const W4A16Args& a, int tokens) {
+template <class Args>
+__device__ __forceinline__ BlockWork block_work(const Args& a, int tokens) {
   const int64_t n_tiles = w4a16_wgmma_n_tiles(a), b = blockIdx.x;
   const int64_t tiles = w4a16_wgmma_tiles(a, tokens), first = a.split_from_tile;
   BlockWork w{b, 0, -1, 0, 0};
@@ -33,10 +34,10 @@ __device__ __forceinline__ BlockWork block_work(const W4A16Args& a, int tokens) 
   return w;
 }
 
-// The block's tile and its 128-K chunks. Blocks start at different chunks (rotated by their N
+// The block's tile and its chunks of kChunkK K values. Blocks start at different chunks (rotated by their N
 // tile), so that the blocks running side by side read different x tiles rather than all the
 // same lines of L2.
-template <int kTokens>
+template <int kTokens, int kChunkK = kW4A16WgmmaChunkK>
 struct WgmmaTile {
   BlockWork work;
   bool split;      // a K split of the tile (fp32 partials), not all of K
@@ -44,13 +45,14 @@ struct WgmmaTile {
   int m0;          // its first token
   int c_begin, num_chunks, rotation;
 
-  __device__ __forceinline__ explicit WgmmaTile(const W4A16Args& a)
+  template <class Args>
+  __device__ __forceinline__ explicit WgmmaTile(const Args& a)
       : work(block_work(a, kTokens)),
         split(work.split_slot >= 0),
         tile0(work.n_tile * kWgmmaTilesPerBlock),
         m0(work.m_tile * kTokens) {
-    const int num_chunks_total = static_cast<int>(a.k / kW4A16WgmmaChunkK);
-    const int chunks_per_split = split ? static_cast<int>(a.k_per_split / kW4A16WgmmaChunkK) : num_chunks_total;
+    const int num_chunks_total = static_cast<int>(a.k / kChunkK);
+    const int chunks_per_split = split ? static_cast<int>(a.k_per_split / kChunkK) : num_chunks_total;
     c_begin = work.split * chunks_per_split;
     num_chunks = min(num_chunks_total - c_begin, chunks_per_split);
     rotation = num_chunks > 0 ? static_cast<int>(work.n_tile % num_chunks) : 0;
@@ -74,7 +76,8 @@ struct WgmmaWarpRows {
   int64_t row[2];   // clamped into N
   int warp_offset;  // bytes into a stage's weights
 
-  __device__ __forceinline__ WgmmaWarpRows(const W4A16Args& a, int64_t tile0) {
+  template <class Args>
+  __device__ __forceinline__ WgmmaWarpRows(const Args& a, int64_t tile0) {
     const int ctid = threadIdx.x;
     wg = ctid / 128, warp = (ctid / 32) % 4, lane = ctid % 32, g = lane / 4, t = lane % 4;
     const int tile_in_block = 4 * wg + warp;

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""FP8 GEMM peers (issue #33), measured in the same gpu-check run as brisk's GemmFp8Perf.
+
+On the shapes tests/ops/gemm_fp8_parity_test.cc times (Llama-3-8B gate_up, K 4096 x N 28672):
+  cublaslt_fp8_tensor  torch._scaled_mm with per-tensor scales (cuBLASLt), bf16 out
+  torch_fp8_rowwise    torch._scaled_mm with per-row x per-column scales (PyTorch's rowwise kernel)
+Inputs are already e4m3 (brisk's times include quantizing x). Timing: CUDA events around
+back-to-back calls after warm-up, median of 3 batches. Writes one JSON line per (peer, M) to the
+file named by the first argument (appends).
+
+Run on the GPU machine: python3 bench/fp8_peers.py OUT.jsonl
+"""
+import json
+import statistics
+import sys
+
+N, K = 28672, 4096
+M_SWEEP = [16, 256, 2048, 8192]
+
+
+def time_call(torch, fn, calls):
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(3):
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    return statistics.median(times)
+
+
+def main():
+    out_path = sys.argv[1] if len(sys.argv) > 1 else None
+    import torch
+    torch.manual_seed(0)
+    w = (torch.randn(N, K, device="cuda") * 0.02).to(torch.float8_e4m3fn)
+    records = []
+    for m in M_SWEEP:
+        x = torch.randn(m, K, device="cuda").to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda")
+        peers = {
+            "cublaslt_fp8_tensor": lambda: torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+            "torch_fp8_rowwise": lambda: torch._scaled_mm(
+                x, w.t(), scale_a=torch.ones(m, 1, device="cuda"), scale_b=torch.ones(1, N, device="cuda"),
+                out_dtype=torch.bfloat16),
+        }
+        for peer, fn in peers.items():
+            try:
+                us = time_call(torch, fn, 10 if m >= 2048 else 50)
+                records.append({"peer": peer, "m": m, "n": N, "k": K, "time_us": us,
+                                "tflop_per_s": 2.0 * m * N * K / us / 1e6})
+            except Exception as e:  # record why a peer could not run
+                records.append({"peer": peer, "m": m, "n": N, "k": K, "error": str(e)[:300]})
+    for r in records:
+        print(json.dumps(r))
+    if out_path:
+        with open(out_path, "a") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
