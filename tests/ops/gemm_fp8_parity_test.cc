@@ -111,7 +111,8 @@ TEST(GemmFp8Perf, Llama8B) {
       report_perf(block_size > 0 ? "gemm_fp8 block" : "gemm_fp8 channel",
                   "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k),
                   double(n) * k + 2.0 * m * (k + n), 2.0 * m * n * k,
-                  [&] { cuda_backend().gemm_fp8({x, w8, scale, {}, block_size, {}, y}); }, m >= 2048 ? 10 : 50);
+                  [&] { cuda_backend().gemm_fp8({x, w8, scale, {}, block_size, {}, y}); }, m >= 2048 ? 10 : 50,
+                  kPeakFp8FlopsPerSecond);
     }
   }
 }

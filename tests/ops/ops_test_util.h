@@ -29,6 +29,7 @@ namespace brisk::testing {
 // H200 limits the perf lines are compared with (/work/shared/GPU.md).
 constexpr double kPeakBytesPerSecond = 4.17e12;
 constexpr double kPeakBf16FlopsPerSecond = 692e12;
+constexpr double kPeakFp8FlopsPerSecond = 2 * kPeakBf16FlopsPerSecond;  // Hopper's e4m3 MMA rate
 
 inline Backend& cpu_backend() {
   static std::unique_ptr<Backend> backend = make_cpu_backend();
@@ -85,7 +86,8 @@ inline int perf_block_size() {
 // Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the
 // end) and prints: op, shape, time, achieved bandwidth / FLOP rate and the ratio to the limit.
 inline void report_perf(const std::string& op, const std::string& shape, double bytes, double flops,
-                        const std::function<void()>& fn, int iterations = 50) {
+                        const std::function<void()>& fn, int iterations = 50,
+                        double peak_flops = kPeakBf16FlopsPerSecond) {
   Backend& gpu = cuda_backend();
   for (int i = 0; i < 3; ++i) fn();
   gpu.synchronize();
@@ -96,7 +98,7 @@ inline void report_perf(const std::string& op, const std::string& shape, double 
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
   const double bandwidth = bytes / seconds;
   const double flop_rate = flops / seconds;
-  const double ratio = std::max(bandwidth / kPeakBytesPerSecond, flop_rate / kPeakBf16FlopsPerSecond);
+  const double ratio = std::max(bandwidth / kPeakBytesPerSecond, flop_rate / peak_flops);
   std::printf("[perf] %-16s %-44s %10.1f us %8.1f GB/s %8.1f TFLOP/s %5.1f%% of H200 limit\n",
               op.c_str(), shape.c_str(), seconds * 1e6, bandwidth / 1e9, flop_rate / 1e12,
               ratio * 100);
