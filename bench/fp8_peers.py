@@ -4,33 +4,18 @@
 On the shapes tests/ops/gemm_fp8_parity_test.cc times (Llama-3-8B gate_up, K 4096 x N 28672):
   cublaslt_fp8_tensor  torch._scaled_mm with per-tensor scales (cuBLASLt), bf16 out
   torch_fp8_rowwise    torch._scaled_mm with per-row x per-column scales (PyTorch's rowwise kernel)
-Inputs are already e4m3 (brisk's times include quantizing x). Timing: CUDA events around
-back-to-back calls after warm-up, median of 3 batches. Writes one JSON line per (peer, M) to the
-file named by the first argument (appends).
+Inputs are already e4m3 (brisk's times include quantizing x). Timing: w4a16_peers.py's. Writes
+one JSON line per (peer, M) to the file named by the first argument (appends).
 
 Run on the GPU machine: python3 bench/fp8_peers.py OUT.jsonl
 """
 import json
-import statistics
 import sys
+
+from w4a16_peers import time_call
 
 N, K = 28672, 4096
 M_SWEEP = [16, 256, 2048, 8192]
-
-
-def time_call(torch, fn, calls):
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(3):
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    return statistics.median(times)
 
 
 def main():
@@ -50,7 +35,7 @@ def main():
         }
         for peer, fn in peers.items():
             try:
-                us = time_call(torch, fn, 10 if m >= 2048 else 50)
+                us = time_call(torch, fn)
                 records.append({"peer": peer, "m": m, "n": N, "k": K, "time_us": us,
                                 "tflop_per_s": 2.0 * m * N * K / us / 1e6})
             except Exception as e:  # record why a peer could not run

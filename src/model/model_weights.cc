@@ -316,15 +316,7 @@ uint64_t LinearWeight::num_bytes() const {
 void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y, bool silu_gate) {
   BRISK_CHECK(w.is_int4() || !silu_gate, "run_linear: silu_gate needs an int4 weight (gemm_w4a16)");
   if (w.is_fp8()) {
-    GemmFp8Params p;
-    p.x = x;
-    p.weight = w.fp8;
-    p.weight_scale = w.fp8_scale;
-    p.input_scale = w.input_scale;
-    p.block_size = w.fp8_block_size;
-    p.bias = bias;
-    p.y = y;
-    backend.gemm_fp8(p);
+    backend.gemm_fp8({x, w.fp8, w.fp8_scale, w.input_scale, w.fp8_block_size, bias, y});
     return;
   }
   if (!w.is_int4()) {
