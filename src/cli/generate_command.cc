@@ -1,6 +1,7 @@
 // `brisk generate`: one prompt (ids, text or a chat message) through the engine, greedy or
 // sampled; streams text to the terminal, or prints one JSON object with --json.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/prompt_input.h"
 #include "core/error.h"
+#include "model/model_config.h"
 
 namespace brisk::cli {
 namespace {
@@ -31,6 +33,12 @@ int run_generate(GenerateArgs& args) {
   BRISK_CHECK(args.input.empty() || !args.output.empty(), "--input needs --output (the results file)");
   if (!args.input.empty()) return run_batch_generate(args.engine, args.sampling, args.input, args.output);
   BRISK_CHECK(args.prompt.given(), "generate needs one of --prompt-ids, --prompt, --chat or --input");
+  // The folder and its config first: a missing folder or an unsupported architecture says so,
+  // not that the (absent) folder has no tokenizer.
+  const std::filesystem::path model_dir = args.engine.model_dir;
+  if (!std::filesystem::is_directory(model_dir))
+    throw_error(ErrorCode::kNotFound, "model folder '{}' does not exist", model_dir.string());
+  ModelConfig::from_file(model_dir / "config.json");
   auto tokenizer = Tokenizer::from_folder_if_any(args.engine.model_dir);
   std::vector<int32_t> prompt = resolve_prompt(args.prompt, args.engine.model_dir, tokenizer.get());
   show_load_progress(args.engine);

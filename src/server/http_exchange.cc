@@ -42,8 +42,17 @@ asio::awaitable<void> HttpExchange::respond(int status, std::string_view content
   response.set(http::field::server, "brisk");
   response.set(http::field::content_type, content_type);
   response.keep_alive(request_.keep_alive());
+  if (!allow_.empty()) response.set(http::field::allow, allow_);
   response.body() = std::move(body);
   response.prepare_payload();
+  if (request_.method() == http::verb::head) {  // the headers of the GET response, no body
+    http::response_serializer<http::string_body> serializer{response};
+    co_await timed_write([&]() -> asio::awaitable<boost::system::error_code> {
+      auto [ec, n] = co_await http::async_write_header(stream_, serializer, use_tuple);
+      co_return ec;
+    });
+    co_return;
+  }
   co_await timed_write([&]() -> asio::awaitable<boost::system::error_code> {
     auto [ec, n] = co_await http::async_write(stream_, response, use_tuple);
     co_return ec;
@@ -64,8 +73,9 @@ asio::awaitable<bool> HttpExchange::start_events() {
   response.set(http::field::server, "brisk");
   response.set(http::field::content_type, "text/event-stream");
   response.set(http::field::cache_control, "no-cache");
-  response.keep_alive(request_.keep_alive());
-  response.chunked(true);
+  close_delimited_ = request_.version() < 11;  // HTTP/1.0 has no chunked encoding
+  response.keep_alive(request_.keep_alive() && !close_delimited_);
+  response.chunked(!close_delimited_);
   http::response_serializer<http::empty_body> serializer{response};
   co_return co_await timed_write([&]() -> asio::awaitable<boost::system::error_code> {
     auto [ec, n] = co_await http::async_write_header(stream_, serializer, use_tuple);
@@ -76,13 +86,18 @@ asio::awaitable<bool> HttpExchange::start_events() {
 asio::awaitable<bool> HttpExchange::send_events(std::string_view text) {
   if (text.empty()) co_return !client_gone_;  // a chunk of size 0 would end the body
   co_return co_await timed_write([&]() -> asio::awaitable<boost::system::error_code> {
-    auto [ec, n] = co_await asio::async_write(stream_, http::make_chunk(asio::buffer(text.data(), text.size())),
-                                              use_tuple);
+    const auto bytes = asio::buffer(text.data(), text.size());
+    if (close_delimited_) {
+      auto [ec, n] = co_await asio::async_write(stream_, bytes, use_tuple);
+      co_return ec;
+    }
+    auto [ec, n] = co_await asio::async_write(stream_, http::make_chunk(bytes), use_tuple);
     co_return ec;
   });
 }
 
 asio::awaitable<void> HttpExchange::end_events() {
+  if (close_delimited_) co_return;  // the server closes the connection
   co_await timed_write([&]() -> asio::awaitable<boost::system::error_code> {
     auto [ec, n] = co_await asio::async_write(stream_, http::make_chunk_last(), use_tuple);
     co_return ec;

@@ -28,11 +28,16 @@ class HttpExchange {
   // The target without its query string.
   std::string_view path() const;
 
+  // A HEAD request gets the headers (Content-Length included) without the body.
   boost::asio::awaitable<void> respond(int status, std::string_view content_type, std::string body);
   boost::asio::awaitable<void> respond_json(int status, const nlohmann::json& body);
   boost::asio::awaitable<void> respond_error(const ApiError& error);
 
-  // Server-sent events: the 200 header, then events, then the end of the chunked body. Each
+  // The methods a 405 names in its Allow header (set before responding with it).
+  void set_allow(std::string_view methods) { allow_ = methods; }
+
+  // Server-sent events: the 200 header, then events, then the end of the chunked body (HTTP/1.0
+  // clients, which cannot read chunks, get a body that ends when the connection closes). Each
   // returns false when the client has gone away (nothing more can be sent).
   boost::asio::awaitable<bool> start_events();
   boost::asio::awaitable<bool> send_events(std::string_view text);
@@ -42,7 +47,7 @@ class HttpExchange {
   boost::asio::awaitable<bool> wait(EventInbox& inbox);
 
   int status() const { return status_; }  // 0 until a response started
-  bool keep_alive() const { return !client_gone_ && request_.keep_alive(); }
+  bool keep_alive() const { return !client_gone_ && !close_delimited_ && request_.keep_alive(); }
   bool client_gone() const { return client_gone_; }
 
  private:
@@ -57,6 +62,8 @@ class HttpExchange {
   int status_ = 0;
   bool client_gone_ = false;
   bool watch_socket_ = true;  // off once pipelined bytes make the socket readable
+  bool close_delimited_ = false;  // an event stream to an HTTP/1.0 client: the body ends at close
+  std::string_view allow_;
 };
 
 }  // namespace brisk::server

@@ -1,6 +1,9 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -69,14 +72,39 @@ void HttpServer::run(HttpHandlers handlers) {
   for (auto& t : threads) t.join();
 }
 
+// Failed accepts (out of file descriptors, say) are retried after a pause that doubles up to
+// kAcceptMaxPause, and logged at most once per kAcceptLogInterval with the count since: a
+// connection waiting in the backlog would otherwise fail the accept again at once, spinning a core
+// and flooding the log, until descriptors free up.
+namespace {
+constexpr auto kAcceptFirstPause = std::chrono::milliseconds(10);
+constexpr auto kAcceptMaxPause = std::chrono::milliseconds(500);
+constexpr auto kAcceptLogInterval = std::chrono::seconds(5);
+}  // namespace
+
 asio::awaitable<void> HttpServer::accept_loop() {
+  asio::steady_timer pause(control_);
+  auto wait = kAcceptFirstPause;
+  int failures = 0;  // since the last log line
+  auto last_log = std::chrono::steady_clock::time_point{};
   while (!stopping_) {
     auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), use_tuple);
     if (ec) {
       if (stopping_ || ec == asio::error::operation_aborted) break;
-      spdlog::warn("accept failed: {}", ec.message());  // e.g. out of file descriptors: keep serving
+      ++failures;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_log >= kAcceptLogInterval) {
+        spdlog::warn("accept failed {} time(s): {}; retrying every {} ms at most", failures, ec.message(),
+                     kAcceptMaxPause.count());
+        failures = 0;
+        last_log = now;
+      }
+      pause.expires_after(wait);
+      co_await pause.async_wait(use_tuple);
+      wait = std::min(2 * wait, std::chrono::duration_cast<std::chrono::milliseconds>(kAcceptMaxPause));
       continue;
     }
+    wait = kAcceptFirstPause;
     socket.set_option(tcp::no_delay(true), ec);
     auto connection = std::make_shared<Connection>(std::move(socket));
     {
@@ -183,9 +211,18 @@ asio::awaitable<void> HttpServer::shutdown_on_signal() {
   if (stopping_) co_return;  // stop() came first (both run on the control strand)
   auto [ec, signal] = co_await signals_.async_wait(use_tuple);
   if (ec) co_return;
-  fmt::print(stderr, "brisk serve: signal {}: shutting down (in-flight requests get {} s)\n", signal,
-             options_.shutdown_grace_seconds);
+  fmt::print(stderr, "brisk serve: signal {}: shutting down (in-flight requests get {} s; a second signal exits now)\n",
+             signal, options_.shutdown_grace_seconds);
+  asio::co_spawn(control_, exit_on_second_signal(), asio::detached);
   co_await shut_down();
+}
+
+asio::awaitable<void> HttpServer::exit_on_second_signal() {
+  auto [ec, signal] = co_await signals_.async_wait(use_tuple);
+  if (ec) co_return;  // the shutdown finished (it cancels the wait)
+  fmt::print(stderr, "brisk serve: second signal {}: exiting now\n", signal);
+  std::fflush(stderr);
+  std::_Exit(128 + signal);
 }
 
 asio::awaitable<void> HttpServer::shut_down() {

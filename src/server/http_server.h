@@ -62,6 +62,8 @@ class HttpServer {
   // One request on the connection; false when the connection must close.
   boost::asio::awaitable<bool> serve_one(Connection& connection);
   boost::asio::awaitable<void> shutdown_on_signal();
+  // During the shutdown's grace period: a second SIGINT / SIGTERM ends the process at once.
+  boost::asio::awaitable<void> exit_on_second_signal();
   boost::asio::awaitable<void> shut_down();
   // Waits up to `seconds` for every connection to close; returns whether they all did.
   boost::asio::awaitable<bool> drain(double seconds);

@@ -211,12 +211,14 @@ std::vector<Prompt> read_prompts(const Fields& f) {
   return prompts;
 }
 
-// "content": a string, or a list of parts of which only text is supported.
+// "content": a string, or a list of parts of which only text is supported. Where it may be null
+// (an assistant message with tool_calls, as the openai SDK sends it) it becomes "": templates
+// concatenate it as a string.
 Json flatten_content(const Json& content, const std::string& param, bool may_be_null) {
   if (content.is_string()) return content;
   if (content.is_null()) {
     if (!may_be_null) throw_invalid(param, "'{}' is required", param);
-    return content;
+    return "";
   }
   if (!content.is_array()) throw_invalid(param, "'{}' must be a string or a list of parts", param);
   std::string text;

@@ -1,5 +1,7 @@
 #include "server/openai_service.h"
 
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include "server/handlers.h"
@@ -9,8 +11,10 @@ namespace brisk::server {
 namespace {
 
 namespace asio = boost::asio;
-constexpr const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize",
-                                   "/v1/models", "/health", "/version", "/metrics"};
+// Every route and the methods it takes (GET routes answer HEAD too), for 405's Allow header.
+constexpr std::pair<const char*, const char*> kRoutes[] = {
+    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/tokenize", "POST"}, {"/detokenize", "POST"},
+    {"/v1/models", "GET, HEAD"}, {"/health", "GET, HEAD"},        {"/version", "GET, HEAD"}, {"/metrics", "GET, HEAD"}};
 
 ApiError not_found(std::string_view method, std::string_view path) {
   return ApiError(404, "invalid_request_error", "", "not_found",
@@ -44,7 +48,7 @@ nlohmann::json OpenAiService::models() const {
 
 asio::awaitable<void> OpenAiService::route(HttpExchange& exchange) {
   const std::string_view path = exchange.path();
-  const bool get = exchange.request().method() == http::verb::get;
+  const bool get = exchange.request().method() == http::verb::get || exchange.request().method() == http::verb::head;
   const bool post = exchange.request().method() == http::verb::post;
   if (post && path == "/v1/completions") co_return co_await handle_completions(state_, exchange);
   if (post && path == "/v1/chat/completions") co_return co_await handle_chat_completions(state_, exchange);
@@ -57,9 +61,12 @@ asio::awaitable<void> OpenAiService::route(HttpExchange& exchange) {
     co_return co_await exchange.respond(200, "text/plain; version=0.0.4; charset=utf-8",
                                         state_.metrics().render(state_.engine().stats()));
   const std::string_view method(exchange.request().method_string().data(), exchange.request().method_string().size());
-  for (const char* known : kRoutes)
-    if (path == known) throw ApiError(405, "invalid_request_error", "", "method_not_allowed",
-                                      fmt::format("{} does not accept {}", path, method));
+  for (const auto& [known, methods] : kRoutes) {
+    if (path != known) continue;
+    exchange.set_allow(methods);
+    throw ApiError(405, "invalid_request_error", "", "method_not_allowed",
+                   fmt::format("{} does not accept {}; it takes {}", path, method, methods));
+  }
   throw not_found(method, path);
 }
 

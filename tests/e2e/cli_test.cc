@@ -97,6 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"missing_model_folder", "generate --model /nonexistent/model --prompt-ids 1",
                 "model folder '/nonexistent/model' does not exist"},
+        BadCase{"missing_model_folder_text_prompt", "generate --model /nonexistent/model --prompt hi",
+                "model folder '/nonexistent/model' does not exist"},
         BadCase{"token_id_not_a_number", "generate --model MODEL --prompt-ids 1,x", "'x' is not a token id"},
         BadCase{"token_outside_vocabulary", "generate --model MODEL --prompt-ids 1,99999",
                 "prompt token 99999 at index 1 is outside the vocabulary"},
@@ -179,6 +181,9 @@ TEST_F(BrokenModel, UnknownArchitecture) {
   config["architectures"] = {"GPT2LMHeadModel"};
   testing::write_file(dir / "config.json", config.dump());
   RunResult r = generate(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("GPT2LMHeadModel"), std::string::npos) << r.out;
+  r = run_brisk("generate --model " + dir.string() + " --prompt hi");  // a text prompt, no tokenizer
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("GPT2LMHeadModel"), std::string::npos) << r.out;
 }

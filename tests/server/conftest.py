@@ -24,11 +24,12 @@ MODEL_NAME = "tiny"
 class Server:
     """`brisk serve` on a free port (--port 0; the port is read from its start-up line)."""
 
-    def __init__(self, model_dir, *args):
+    def __init__(self, model_dir, *args, preexec_fn=None):
         defaults = [] if "--kv-cache-memory" in args else ["--kv-cache-memory", "256MiB"]
         command = [BINARY, "serve", "--model", str(model_dir), "--dummy-weights", "--port", "0",
                    "--served-model-name", MODEL_NAME, *defaults, *args]
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=preexec_fn)
         self.log = []
         self.url = None
         for line in self.proc.stderr:

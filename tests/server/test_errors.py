@@ -132,8 +132,53 @@ def test_tokenize_errors(http):
 
 def test_routes(http):
     expect_error(http.get("/v1/nothing"), 404)
-    expect_error(http.get("/v1/completions"), 405)
-    expect_error(http.delete("/v1/models"), 405)
+    response = http.get("/v1/completions")
+    expect_error(response, 405, words=["POST"])
+    assert response.headers["allow"] == "POST"
+    response = http.delete("/v1/models")
+    expect_error(response, 405, words=["GET, HEAD"])
+    assert response.headers["allow"] == "GET, HEAD"
+
+
+def raw_exchange(server, request, until_close=True):
+    """Sends raw bytes on a new connection; returns what comes back until the server closes it
+    (or, with until_close false, until nothing more arrives for half a second)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    data = b""
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(request)
+        if not until_close:
+            s.settimeout(0.5)
+        try:
+            while chunk := s.recv(65536):
+                data += chunk
+        except socket.timeout:
+            pass
+    return data
+
+
+def test_head_answers_without_a_body_and_keeps_the_connection(server, http):
+    # HEAD then GET on one keep-alive connection: the GET's response must follow the HEAD's headers
+    # directly (a body after HEAD would be read as the next response).
+    data = raw_exchange(server, b"HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                                b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n", until_close=False)
+    head, rest = data.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200")
+    length = int(next(l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")).split(b":")[1])
+    assert length == len(http.get("/v1/models").content) > 0
+    assert rest.startswith(b"HTTP/1.1 200"), rest[:200]
+    assert rest.endswith(b'"}'), rest  # the /version body, whole
+
+
+def test_streaming_to_an_http_1_0_client_is_close_delimited(server):
+    body = json.dumps({**COMPLETION, "max_tokens": 4, "stream": True}).encode()
+    data = raw_exchange(server, b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+                                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    head, events = data.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.0 200"), head
+    assert b"chunked" not in head.lower()
+    assert events.rstrip().endswith(b"data: [DONE]"), events[-200:]
+    assert b'"finish_reason":"length"' in events.replace(b" ", b"")
 
 
 def test_malformed_http_does_not_crash(server, http):

@@ -1,7 +1,10 @@
 """The server's life: graceful shutdown on SIGTERM/SIGINT (in-flight requests finish, or are
-cancelled after the grace period; exit 0), clients that disconnect while waiting for a
-non-streaming answer, and the `brisk chat` and `brisk serve --help` commands."""
+cancelled after the grace period; exit 0; a second signal exits at once), running out of file
+descriptors, clients that disconnect while waiting for a non-streaming answer, and the `brisk
+chat` and `brisk serve --help` commands."""
 import json
+import os
+import resource
 import signal
 import socket
 import subprocess
@@ -81,6 +84,59 @@ def test_grace_period_over_cancels_requests(model_dir):
     reasons = [finish_reasons(events)[-1] for events in streamed]
     assert "abort" in reasons, reasons
     assert all(events[-1] == "data: [DONE]" for events in streamed)
+
+
+def test_second_signal_exits_at_once(model_dir):
+    server = Server(model_dir, "--shutdown-timeout", "60", "--max-num-seqs", "1")
+
+    def request():
+        try:
+            httpx.post(server.url + "/v1/completions", json=LONG, timeout=60)
+        except httpx.HTTPError:  # the process is gone mid-answer
+            pass
+
+    threads = [threading.Thread(target=request) for _ in range(20)]
+    for t in threads:
+        t.start()
+    wait_submitted(server.url, 1)
+    server.proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)  # inside the 60 s grace period, requests still running
+    assert server.proc.poll() is None
+    start = time.monotonic()
+    assert server.stop(signal.SIGINT, timeout=10) == 128 + signal.SIGINT, server.output()
+    assert time.monotonic() - start < 5
+    assert "second signal" in server.output()
+    for t in threads:
+        t.join()
+
+
+def test_accept_backs_off_when_descriptors_run_out(model_dir):
+    """With 64 descriptors and 80 idle connections, failed accepts wait and are logged a few times
+    (not a warning per retry on a spinning core); the server serves again once they close."""
+    server = Server(model_dir, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
+    host, port = server.url.removeprefix("http://").split(":")
+    idle = [socket.create_connection((host, int(port)), timeout=10) for _ in range(80)]
+    cpu_before = cpu_seconds(server.proc.pid)
+    time.sleep(3)
+    assert cpu_seconds(server.proc.pid) - cpu_before < 1.0  # not spinning
+    warnings = server.output().count("accept failed")
+    assert 1 <= warnings <= 3, server.output()[-2000:]
+    for s in idle:
+        s.close()
+    deadline = time.monotonic() + 10
+    while True:  # the backlog drains as descriptors free up
+        try:
+            assert httpx.get(server.url + "/health", timeout=2).status_code == 200
+            break
+        except httpx.HTTPError:
+            assert time.monotonic() < deadline, server.output()[-2000:]
+    assert server.stop() == 0, server.output()[-2000:]
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_idle_keep_alive_connections_do_not_block_shutdown(model_dir):

@@ -131,5 +131,17 @@ TEST(OpenAiRequest, TokenizeAndDetokenize) {
   EXPECT_EQ(catch_api_error([] { parse_detokenize_request(R"({"tokens": [1.5]})"); }).param(), "tokens");
 }
 
+// The second turn of a tool call as the openai SDK sends it: the assistant's message has
+// tool_calls and "content": null, which templates must see as "" (they concatenate it).
+TEST(OpenAiRequest, NullAssistantContentWithToolCallsIsEmpty) {
+  ChatRequest r = parse_chat_request(R"({"messages": [{"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+       "function": {"name": "w", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1]["content"], "");
+  EXPECT_EQ(r.messages[1]["tool_calls"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace brisk::server
