@@ -1,4 +1,5 @@
-// The W4A16 wgmma kernel's outputs (w4a16_wgmma.cu): y staged through shared memory (or stored
+// The W4A16 wgmma kernel's outputs (w4a16_wgmma.cu; also the FP8 kernel's, fp8/fp8_wgmma.cu, whose
+// arguments carry the same fields): y staged through shared memory (or stored
 // from the fragments where y is f32 or unaligned), and the fp32 partials of a K split in their
 // tile layout (w4a16_wgmma.h), which w4a16_wgmma_reduce_kernel sums.
 #pragma once

@@ -1,5 +1,6 @@
 // Which (N, M) tile, K chunks and weight rows a block and its warps of the W4A16 wgmma kernel
-// (w4a16_wgmma.cu) take, as w4a16_wgmma_plan laid them out.
+// (w4a16_wgmma.cu) take, as w4a16_wgmma_plan laid them out; the FP8 kernel (fp8/fp8_wgmma.cu)
+// takes its tiles the same way, without K splits.
 #pragma once
 
 #include <cstdint>
