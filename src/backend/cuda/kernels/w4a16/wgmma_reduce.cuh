@@ -1,6 +1,6 @@
-// The second kernel of a wgmma split-K launch (w4a16_wgmma.cu; templated on the arguments, so
-// that any kernel whose arguments carry the same fields can use it): y from the fp32 partials of the split
-// tiles (wgmma_epilogue.cuh's store_partials).
+// The second kernel of a wgmma split-K launch (w4a16_wgmma.cu; templated on the arguments, for
+// any kernel whose arguments carry the same fields): y from the fp32 partials of the split tiles
+// (wgmma_epilogue.cuh's store_partials).
 #pragma once
 
 #include <cstdint>
