@@ -70,6 +70,11 @@ Runner add_serve_command(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->group("Server");
+  cmd->add_option("--allowed-origins", h.allowed_origins,
+                  "CORS: origins whose web pages may call the API, e.g. https://app.example.com (\"*\": any); "
+                  "default: none")
+      ->delimiter(',')
+      ->group("Server");
   cmd->add_option("--shutdown-timeout", h.shutdown_grace_seconds,
                   "seconds in-flight requests may run after SIGINT/SIGTERM before they are cancelled")
       ->check(CLI::NonNegativeNumber)

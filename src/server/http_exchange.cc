@@ -36,10 +36,35 @@ asio::awaitable<bool> HttpExchange::timed_write(Write write) {
   co_return !ec;
 }
 
+template <typename Response>
+void HttpExchange::set_common_headers(Response& response) const {
+  response.set(http::field::server, "brisk");
+  if (cors_origin_.empty()) return;
+  response.set(http::field::access_control_allow_origin, cors_origin_);
+  if (cors_origin_ != "*") response.set(http::field::vary, "Origin");
+}
+
+asio::awaitable<void> HttpExchange::respond_preflight() {
+  status_ = 204;
+  http::response<http::empty_body> response{http::status::no_content, request_.version()};
+  set_common_headers(response);
+  response.set(http::field::access_control_allow_methods, "GET, HEAD, POST, OPTIONS");
+  const auto asked = request_[http::field::access_control_request_headers];
+  response.set(http::field::access_control_allow_headers,
+               asked.empty() ? std::string_view("Authorization, Content-Type") : std::string_view(asked.data(), asked.size()));
+  response.set(http::field::access_control_max_age, "600");
+  response.keep_alive(request_.keep_alive());
+  response.prepare_payload();
+  co_await timed_write([&]() -> asio::awaitable<boost::system::error_code> {
+    auto [ec, n] = co_await http::async_write(stream_, response, use_tuple);
+    co_return ec;
+  });
+}
+
 asio::awaitable<void> HttpExchange::respond(int status, std::string_view content_type, std::string body) {
   status_ = status;
   http::response<http::string_body> response{static_cast<http::status>(status), request_.version()};
-  response.set(http::field::server, "brisk");
+  set_common_headers(response);
   response.set(http::field::content_type, content_type);
   response.keep_alive(request_.keep_alive());
   if (!allow_.empty()) response.set(http::field::allow, allow_);
@@ -70,7 +95,7 @@ asio::awaitable<void> HttpExchange::respond_error(const ApiError& error) {
 asio::awaitable<bool> HttpExchange::start_events() {
   status_ = 200;
   http::response<http::empty_body> response{http::status::ok, request_.version()};
-  response.set(http::field::server, "brisk");
+  set_common_headers(response);
   response.set(http::field::content_type, "text/event-stream");
   response.set(http::field::cache_control, "no-cache");
   close_delimited_ = request_.version() < 11;  // HTTP/1.0 has no chunked encoding

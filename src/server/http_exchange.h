@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -35,6 +36,10 @@ class HttpExchange {
 
   // The methods a 405 names in its Allow header (set before responding with it).
   void set_allow(std::string_view methods) { allow_ = methods; }
+  // CORS: the Access-Control-Allow-Origin every response carries ("": none).
+  void set_cors_origin(std::string origin) { cors_origin_ = std::move(origin); }
+  // The 204 answer to a CORS preflight (OPTIONS): the methods and request headers allowed.
+  boost::asio::awaitable<void> respond_preflight();
 
   // Server-sent events: the 200 header, then events, then the end of the chunked body (HTTP/1.0
   // clients, which cannot read chunks, get a body that ends when the connection closes). Each
@@ -64,6 +69,10 @@ class HttpExchange {
   bool watch_socket_ = true;  // off once pipelined bytes make the socket readable
   bool close_delimited_ = false;  // an event stream to an HTTP/1.0 client: the body ends at close
   std::string_view allow_;
+  std::string cors_origin_;
+  // Server and CORS headers shared by every response.
+  template <typename Response>
+  void set_common_headers(Response& response) const;
 };
 
 }  // namespace brisk::server

@@ -140,6 +140,16 @@ bool HttpServer::authorized(const HttpRequest& request) const {
   return diff == 0;
 }
 
+std::string HttpServer::cors_origin(const HttpRequest& request) const {
+  const std::string_view origin(request[http::field::origin].data(), request[http::field::origin].size());
+  if (origin.empty()) return "";
+  for (const std::string& allowed : options_.allowed_origins) {
+    if (allowed == "*") return "*";
+    if (allowed == origin) return std::string(origin);
+  }
+  return "";
+}
+
 asio::awaitable<bool> HttpServer::serve_one(Connection& connection) {
   http::request_parser<http::string_body> parser;
   parser.body_limit(options_.max_body_bytes);
@@ -158,7 +168,12 @@ asio::awaitable<bool> HttpServer::serve_one(Connection& connection) {
     co_return false;
   HttpRequest request = parser.release();
   HttpExchange exchange(connection.stream, request);
-  if (ec == http::error::body_limit) {
+  const std::string cors = ec ? "" : cors_origin(request);
+  exchange.set_cors_origin(cors);
+  if (!ec && !cors.empty() && request.method() == http::verb::options) {
+    // A browser's preflight: no API key (browsers send none with it), any route.
+    co_await exchange.respond_preflight();
+  } else if (ec == http::error::body_limit) {
     co_await exchange.respond_error(ApiError(413, "invalid_request_error", "", "request_too_large",
                                              fmt::format("the request body is larger than the limit of {} bytes",
                                                          options_.max_body_bytes)));

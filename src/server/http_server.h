@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -31,6 +32,9 @@ struct HttpServerOptions {
   uint64_t max_body_bytes = 32ull << 20;
   int num_threads = 2;
   double shutdown_grace_seconds = 10.0;  // in-flight requests may finish this long after a signal
+  // CORS: origins whose browsers may call the API ("*": any); empty: no CORS headers, and OPTIONS
+  // preflights get 405 like any other unknown method.
+  std::vector<std::string> allowed_origins;
 };
 
 struct HttpHandlers {
@@ -69,6 +73,8 @@ class HttpServer {
   boost::asio::awaitable<bool> drain(double seconds);
   void for_each_connection(const std::function<void(Connection&)>& fn);
   bool authorized(const HttpRequest& request) const;
+  // The Access-Control-Allow-Origin value for the request's Origin ("" when CORS does not apply).
+  std::string cors_origin(const HttpRequest& request) const;
 
   HttpServerOptions options_;
   HttpHandlers handlers_;

@@ -216,3 +216,39 @@ def test_body_limit(guarded):
     expect_error(httpx.post(guarded.base_url + "/completions", json=big, headers=headers), 413, None, ["4096"])
     small = {"model": MODEL_NAME, "prompt": "x" * 100, "max_tokens": 1}
     assert httpx.post(guarded.base_url + "/completions", json=small, headers=headers).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def cors(model_dir):
+    s = Server(model_dir, "--allowed-origins", "https://a.example,https://b.example", "--api-key", "sesame")
+    yield s
+    assert s.stop() == 0, s.output()
+
+
+def test_cors_preflight_and_responses(cors):
+    preflight = httpx.options(cors.base_url + "/chat/completions", headers={
+        "Origin": "https://b.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert preflight.status_code == 204  # without the API key, as browsers send it
+    assert preflight.headers["access-control-allow-origin"] == "https://b.example"
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    assert preflight.headers["access-control-allow-headers"] == "authorization, content-type"
+    auth = {"Authorization": "Bearer sesame", "Origin": "https://a.example"}
+    r = httpx.post(cors.base_url + "/completions", json=COMPLETION, headers=auth)
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "https://a.example"
+    assert r.headers["vary"] == "Origin"
+    with httpx.stream("POST", cors.base_url + "/completions", json={**COMPLETION, "stream": True}, headers=auth) as s:
+        assert s.headers["access-control-allow-origin"] == "https://a.example"
+        s.read()
+    denied = httpx.post(cors.base_url + "/completions", json=COMPLETION, headers={"Origin": "https://a.example"})
+    assert denied.status_code == 401 and denied.headers["access-control-allow-origin"] == "https://a.example"
+    # An origin not on the list gets no CORS headers, and its preflight is an unknown method.
+    other = httpx.options(cors.base_url + "/chat/completions", headers={
+        "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    assert other.status_code in (401, 405) and "access-control-allow-origin" not in other.headers
+
+
+def test_no_cors_by_default(server, http):
+    r = http.get("/v1/models", headers={"Origin": "https://a.example"})
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+    expect_error(http.options("/v1/models", headers={"Origin": "https://a.example"}), 405)
