@@ -9,10 +9,9 @@ one JSON line per (peer, M) to the file named by the first argument (appends).
 
 Run on the GPU machine: python3 bench/fp8_peers.py OUT.jsonl
 """
-import json
 import sys
 
-from w4a16_peers import time_call
+from w4a16_peers import time_call, write_records
 
 N, K = 28672, 4096
 M_SWEEP = [16, 256, 2048, 8192]
@@ -40,12 +39,7 @@ def main():
                                 "tflop_per_s": 2.0 * m * N * K / us / 1e6})
             except Exception as e:  # record why a peer could not run
                 records.append({"peer": peer, "m": m, "n": N, "k": K, "error": str(e)[:300]})
-    for r in records:
-        print(json.dumps(r))
-    if out_path:
-        with open(out_path, "a") as f:
-            for r in records:
-                f.write(json.dumps(r) + "\n")
+    write_records(records, out_path)
 
 
 if __name__ == "__main__":

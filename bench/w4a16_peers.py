@@ -82,6 +82,16 @@ def measure(torch, peer, name, m, n, k, weights, make_fn, x):
         return {"peer": peer, "shape": name, "m": m, "n": n, "k": k, "error": str(e)[:300]}
 
 
+def write_records(records, out_path):
+    """Prints the JSON lines and appends them to out_path (when given)."""
+    for r in records:
+        print(json.dumps(r))
+    if out_path:
+        with open(out_path, "a") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+
+
 def main():
     out_path = sys.argv[1] if len(sys.argv) > 1 else None
     import torch
@@ -110,12 +120,7 @@ def main():
         records.append(measure(torch, peer, name, m, n, k, [torch.randn(n, k, device="cuda", dtype=dtype)], dense, x))
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     records.append(measure(torch, "torch_int4", name, m, n, k, int4_weights(torch, n, k)[:1], int4, x))
-    for r in records:
-        print(json.dumps(r))
-    if out_path:
-        with open(out_path, "a") as f:
-            for r in records:
-                f.write(json.dumps(r) + "\n")
+    write_records(records, out_path)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,24 @@ FP8_SHAPES = (64, 128, 256)
 FP8_OUT = KERNELS / "hopper_wgmma_fp8_atoms.cuh"
 
 
+def ss_method(regs: int, op: str, modifiers: str) -> str:
+    """The ss() wrapper: D (+)= A B from two shared-memory descriptors; `modifiers` follow the
+    scale-d predicate (scales of A and B, and for 16-bit inputs the transposes)."""
+    d_list = ",".join(f"%{i}" for i in range(regs))
+    d_operands = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    return f"""  // D (+)= A B, A and B from shared memory (descriptors), both K-major.
+  __device__ __forceinline__ static void ss(float (&d)[{regs}], uint64_t a, uint64_t b, int accumulate) {{
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
+        "{op}"
+        "{{{d_list}}}, "
+        "%{regs}, %{regs + 1}, p, {modifiers};\\n}}\\n"
+        : {d_operands}
+        : "l"(a), "l"(b), "r"(accumulate));
+  }}
+"""
+
+
 def atom(n: int, ctype: str, ptx_type: str) -> str:
     regs = n // 2  # fp32 accumulators per thread of an m64nNk16
     d_list = ",".join(f"%{i}" for i in range(regs))
@@ -25,17 +43,7 @@ def atom(n: int, ctype: str, ptx_type: str) -> str:
     op = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx_type}.{ptx_type} "
     return f"""template <>
 struct Wgmma<{n}, FloatType::{ctype}> {{
-  // D (+)= A B, A and B from shared memory (descriptors), both K-major.
-  __device__ __forceinline__ static void ss(float (&d)[{regs}], uint64_t a, uint64_t b, int accumulate) {{
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
-        "{op}"
-        "{{{d_list}}}, "
-        "%{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}\\n"
-        : {d_operands}
-        : "l"(a), "l"(b), "r"(accumulate));
-  }}
-  // D += A B, A from registers (the m16k16 fragments of each warp), B from shared memory: N-major
+{ss_method(regs, op, "1, 1, 0, 0")}  // D += A B, A from registers (the m16k16 fragments of each warp), B from shared memory: N-major
   // with kTransB = 1, K-major with 0.
   template <int kTransB>
   __device__ __forceinline__ static void rs(float (&d)[{regs}], const uint32_t (&a)[4], uint64_t b) {{
@@ -76,22 +84,10 @@ struct Wgmma;
 
 
 def fp8_atom(n: int) -> str:
-    regs = n // 2
-    d_list = ",".join(f"%{i}" for i in range(regs))
-    d_operands = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    op = f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3 "
     return f"""template <>
 struct WgmmaFp8<{n}> {{
-  // D (+)= A B, A and B from shared memory (descriptors), both K-major.
-  __device__ __forceinline__ static void ss(float (&d)[{regs}], uint64_t a, uint64_t b, int accumulate) {{
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3 "
-        "{{{d_list}}}, "
-        "%{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"
-        : {d_operands}
-        : "l"(a), "l"(b), "r"(accumulate));
-  }}
-}};
+{ss_method(n // 2, op, "1, 1")}}};
 """
 
 

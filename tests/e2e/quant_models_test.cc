@@ -8,6 +8,7 @@
 //   weights, see backend/cpu/gemm.cc).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 
@@ -28,6 +29,11 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kQuantModels = {"llama-gqa4-hd64-tied-awq-g32", "internlm2-gqa2-hd32-gptq-g64"};
 
+// A layer's canonical linear layers under the probes' names.
+std::array<std::pair<const char*, const LinearWeight*>, 4> named_linears(const LayerWeights& layer) {
+  return {{{"qkv", &layer.qkv}, {"o_proj", &layer.o_proj}, {"gate_up", &layer.gate_up}, {"down", &layer.down}}};
+}
+
 class QuantModel : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -45,10 +51,7 @@ TEST_P(QuantModel, LinearLayersMatchProbes) {
   for (bool dequantized : {false, true}) {
     ModelWeights weights = load_weights(config, dir_, *backend_, dequantized);
     for (size_t i = 0; i < weights.layers.size(); ++i) {
-      const LayerWeights& layer = weights.layers[i];
-      const std::pair<const char*, const LinearWeight*> linears[] = {
-          {"qkv", &layer.qkv}, {"o_proj", &layer.o_proj}, {"gate_up", &layer.gate_up}, {"down", &layer.down}};
-      for (const auto& [name, linear] : linears) {
+      for (const auto& [name, linear] : named_linears(weights.layers[i])) {
         const std::string key = std::to_string(i) + "." + name;
         EXPECT_EQ(linear->is_int4(), !dequantized) << key;
         TensorView x = probes->tensor(key + ".x"), expected = probes->tensor(key + ".y");
@@ -186,10 +189,7 @@ TEST(Fp8Model, LinearLayersMatchProbes) {
     const ModelWeights weights = load_weights(config, dir, *backend);
     auto probes = SafetensorsFile::open(dir / "probes.safetensors");
     for (size_t i = 0; i < weights.layers.size(); ++i) {
-      const LayerWeights& layer = weights.layers[i];
-      const std::pair<const char*, const LinearWeight*> linears[] = {
-          {"qkv", &layer.qkv}, {"o_proj", &layer.o_proj}, {"gate_up", &layer.gate_up}, {"down", &layer.down}};
-      for (const auto& [name, linear] : linears) {
+      for (const auto& [name, linear] : named_linears(weights.layers[i])) {
         const std::string key = std::to_string(i) + "." + name;
         ASSERT_TRUE(linear->is_fp8()) << folder << " " << key;
         TensorView x = probes->tensor(key + ".x"), expected = probes->tensor(key + ".y");

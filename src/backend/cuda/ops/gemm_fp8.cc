@@ -58,7 +58,6 @@ void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
   Fp8WgmmaArgs w;
   static_cast<GemmFp8Args&>(w) = a;
   w.tokens = fp8_wgmma_tokens(a.m, a.block_size);
-  w.k_per_split = k;
   launch_fp8_wgmma(w, panel_map(a.weight, n, k, 128, "weight"), panel_map(a.x_q, m, k, w.tokens, "x"), ctx.stream);
 }
 
