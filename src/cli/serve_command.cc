@@ -20,6 +20,7 @@ namespace {
 struct ServeArgs {
   EngineOptions engine;
   server::HttpServerOptions http;
+  server::ChatParsing parsing;
   std::string served_model_name;
 };
 
@@ -29,10 +30,11 @@ int run_serve(ServeArgs& args) {
   server::HttpServer http(args.http);
   show_load_progress(args.engine);
   auto engine = Engine::create(args.engine);
-  server::OpenAiService service(*engine, args.served_model_name, args.engine.model_dir);
+  server::OpenAiService service(*engine, args.served_model_name, args.engine.model_dir, args.parsing);
   const EngineStats stats = engine->stats();
   fmt::print(stderr, "brisk serve: model '{}' ({} tokens of context, KV cache of {} tokens)\n",
              args.served_model_name, engine->max_model_len(), stats.kv_capacity_tokens);
+  fmt::print(stderr, "brisk serve: chat output: {}\n", service.state().chat_output_summary());
   fmt::print(stderr, "brisk serve: listening on http://{}:{} (Ctrl-C to stop)\n", args.http.host, http.port());
   std::fflush(stderr);
   http.run(service.handlers());
@@ -54,6 +56,18 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", args->served_model_name,
                   "the model name clients send in \"model\" (default: the --model path)")
       ->group("Model");
+  cmd->add_option("--tool-call-parser", args->parsing.tool_call_parser,
+                  "how tool calls are read from chat output: hermes (Hermes, Qwen2.5, Qwen3), llama3_json "
+                  "(Llama 3.1-3.3), mistral, internlm (InternLM2); auto: the chat template's; none: never")
+      ->check(CLI::IsMember(server::kToolCallParserNames))
+      ->capture_default_str()
+      ->group("Chat output");
+  cmd->add_option("--reasoning-parser", args->parsing.reasoning_parser,
+                  "put <think>...</think> reasoning in reasoning_content: qwen3 or deepseek_r1 (the same "
+                  "format); auto: when the chat template has <think>; none: leave it in the content")
+      ->check(CLI::IsMember(server::kReasoningParserNames))
+      ->capture_default_str()
+      ->group("Chat output");
   server::HttpServerOptions& h = args->http;
   h.num_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   cmd->add_option("--host", h.host, "IP address to listen on (0.0.0.0: every interface)")

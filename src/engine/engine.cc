@@ -500,8 +500,15 @@ void EngineImpl::append_token(Request& r, SampledToken sampled) {
   const int32_t token = sampled.token;
   r.tokens.push_back(token);
   r.num_generated++;
+  const SamplingParams& s = r.params;
+  // An eos or stop token ends the request; its text is not part of the output (as in vLLM),
+  // which matters when special tokens are kept.
+  const bool stop_token =
+      r.num_generated >= s.min_tokens &&
+      ((!s.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end()) ||
+       std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), token) != s.stop_token_ids.end());
   StopStringMatcher::Step text;
-  if (r.text) text = r.text->add(token);
+  if (r.text && !stop_token) text = r.text->add(token);
   RequestEvent event;
   event.index = r.index;
   event.token = token;
@@ -510,13 +517,7 @@ void EngineImpl::append_token(Request& r, SampledToken sampled) {
   event.text = std::move(text.text);
   r.stream->push(std::move(event));
   if (r.num_generated == 1) start_waiting_samples(r);
-  if (text.stopped) return finish(r, FinishReason::kStop);
-  const SamplingParams& s = r.params;
-  if (r.num_generated >= s.min_tokens) {
-    const bool is_eos = !s.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
-    const bool is_stop = std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), token) != s.stop_token_ids.end();
-    if (is_eos || is_stop) return finish(r, FinishReason::kStop);
-  }
+  if (text.stopped || stop_token) return finish(r, FinishReason::kStop);
   if (static_cast<int64_t>(r.tokens.size()) >= r.token_limit) finish(r, FinishReason::kLength);
 }
 

@@ -10,21 +10,41 @@ ApiError engine_error(const Generation& g) {
   return ApiError(500, "internal_server_error", "", "", *g.error());
 }
 
-std::string chunk_event(const ResponseShape& shape, const ChoiceDelta& d, bool first) {
-  nlohmann::json chunk = shape.chat ? chat_chunk(shape.meta, d.index, d.delta, first)
-                                    : completion_chunk(shape.meta, d.index, d.delta, d.text_offset);
-  return sse_event(dump_json(chunk));
-}
-
 // The chunk each choice starts with: the assistant role (chat) or the echoed prompt.
 std::string opening_events(const ResponseShape& shape, size_t num_choices) {
   std::string text;
   for (size_t i = 0; i < num_choices; ++i) {
     ChoiceDelta opening{static_cast<int64_t>(i), {}, 0};
-    if (!shape.echo.empty()) opening.delta.text = shape.echo[i / shape.num_samples];
-    if (shape.chat || !opening.delta.text.empty()) text += chunk_event(shape, opening, true);
+    if (shape.chat) {
+      text += sse_event(dump_json(chat_chunk(shape.meta, opening.index, opening.delta, {}, false, true)));
+    } else if (!shape.echo.empty()) {
+      opening.delta.text = shape.echo[i / shape.num_samples];
+      text += sse_event(dump_json(completion_chunk(shape.meta, opening.index, opening.delta, 0)));
+    }
   }
   return text;
+}
+
+// A chat choice's chunk: its text parsed into reasoning, content and tool-call deltas. Chunks
+// with nothing to say are skipped, unless they carry logprobs or the finish.
+std::string chat_event(const ResponseShape& shape, const ChoiceDelta& d, ChatOutputParser& parser) {
+  ChatDelta message = parser.feed(d.delta.text);
+  if (d.delta.finish_reason) {
+    ChatDelta rest = parser.finish();
+    message.reasoning += rest.reasoning;
+    message.content += rest.content;
+    message.tool_calls.insert(message.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+  }
+  if (message.empty() && !d.delta.finish_reason && (d.delta.tokens.empty() || !shape.meta.logprobs)) return {};
+  return sse_event(dump_json(chat_chunk(shape.meta, d.index, d.delta, message, parser.has_tool_calls(), false)));
+}
+
+// A completions chunk goes out for every token, also one whose text is held back (an
+// incomplete UTF-8 character, or no tokenizer), as vLLM sends them: clients time and count
+// tokens by chunks.
+std::string completion_event(const ResponseShape& shape, const ChoiceDelta& d) {
+  if (d.delta.text.empty() && !d.delta.finish_reason && d.delta.tokens.empty()) return {};
+  return sse_event(dump_json(completion_chunk(shape.meta, d.index, d.delta, d.text_offset)));
 }
 
 asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, const ResponseShape& shape) {
@@ -32,14 +52,21 @@ asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, const 
     if (!co_await g.next(exchange)) co_return;
   if (g.error()) co_return co_await exchange.respond_error(engine_error(g));
   std::vector<ChoiceOutput> choices = g.choices();
-  for (size_t i = 0; i < choices.size() && !shape.echo.empty(); ++i)
-    choices[i].text = shape.echo[i / shape.num_samples] + choices[i].text;
-  nlohmann::json body = shape.chat ? chat_response(shape.meta, choices, g.usage())
-                                   : completion_response(shape.meta, choices, g.usage());
+  nlohmann::json body;
+  if (shape.chat) {
+    std::vector<ChatMessage> messages;
+    for (const ChoiceOutput& c : choices) messages.push_back(parse_chat_output(shape.chat_output, c.text));
+    body = chat_response(shape.meta, choices, messages, g.usage());
+  } else {
+    for (size_t i = 0; i < choices.size() && !shape.echo.empty(); ++i)
+      choices[i].text = shape.echo[i / shape.num_samples] + choices[i].text;
+    body = completion_response(shape.meta, choices, g.usage());
+  }
   co_await exchange.respond_json(200, body);
 }
 
 asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, const ResponseShape& shape) {
+  std::vector<ChatOutputParser> parsers(g.choices().size(), ChatOutputParser(shape.chat_output));
   bool started = false;
   while (!g.done()) {
     std::optional<std::vector<ChoiceDelta>> deltas = co_await g.next(exchange);
@@ -51,13 +78,8 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
       if (!co_await exchange.start_events()) co_return;
       text = opening_events(shape, g.choices().size());
     }
-    // A completions chunk goes out for every token, also one whose text is held back (an
-    // incomplete UTF-8 character, or no tokenizer), as vLLM sends them: clients time and count
-    // tokens by chunks. Chat deltas without content are skipped.
     for (const ChoiceDelta& d : *deltas)
-      if (!d.delta.text.empty() || d.delta.finish_reason ||
-          (!d.delta.tokens.empty() && (!shape.chat || shape.meta.logprobs)))
-        text += chunk_event(shape, d, false);
+      text += shape.chat ? chat_event(shape, d, parsers[d.index]) : completion_event(shape, d);
     if (g.error()) {
       // Mid-stream the status is already sent: the error travels as an event, as vLLM sends it.
       text += sse_event(dump_json(engine_error(g).body()));

@@ -23,6 +23,7 @@ struct ResponseShape {
   int32_t num_samples = 1;
   ResponseMeta meta;
   std::vector<std::string> echo;  // completions with echo: each prompt's text, which its choices start with
+  ChatOutputOptions chat_output;  // chat: how each choice's text is parsed
 };
 
 // The shared first steps of completions and chat: the model name checked, the sampling

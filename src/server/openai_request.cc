@@ -235,6 +235,26 @@ Json flatten_content(const Json& content, const std::string& param, bool may_be_
   return text;
 }
 
+// Clients send a call's arguments as a JSON string (OpenAI's shape); templates expect the object
+// (they write `arguments | tojson`), so the string is parsed, as vLLM does.
+Json tool_calls_for_template(const Json& tool_calls, const std::string& where) {
+  Json out = tool_calls;
+  for (size_t i = 0; i < out.size(); ++i) {
+    Json& call = out[i];
+    if (!call.is_object()) throw_invalid(where, "'{}[{}]' must be an object", where, i);
+    Json* function = call.contains("function") ? &call["function"] : nullptr;
+    if (!function || !function->is_object() || !function->contains("name"))
+      throw_invalid(where, "'{}[{}]' needs 'function' with 'name' and 'arguments'", where, i);
+    auto arguments = function->find("arguments");
+    if (arguments == function->end() || !arguments->is_string()) continue;
+    Json parsed = Json::parse(arguments->get<std::string>(), nullptr, false);
+    if (parsed.is_discarded())
+      throw_invalid(where, "'{}[{}].function.arguments' is not valid JSON: {}", where, i, arguments->get<std::string>());
+    *arguments = std::move(parsed);
+  }
+  return out;
+}
+
 Json read_message(const Json& message, size_t index) {
   std::string where = fmt::format("messages[{}]", index);
   if (!message.is_object()) throw_invalid(where, "'{}' must be an object with 'role' and 'content'", where);
@@ -252,6 +272,7 @@ Json read_message(const Json& message, size_t index) {
   f.string("name");
   Json out = message;
   out["role"] = *role;
+  if (tool_calls) out["tool_calls"] = tool_calls_for_template(*tool_calls, where + ".tool_calls");
   auto content = message.find("content");
   out["content"] = flatten_content(content == message.end() ? Json() : *content, where + ".content",
                                    *role == "assistant" && tool_calls);
@@ -321,6 +342,7 @@ ChatRequest parse_chat_request(std::string_view body) {
     if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
       throw_invalid("tool_choice", "'tool_choice' other than \"none\" or \"auto\" is not supported: brisk cannot "
                     "force a tool call");
+    r.tool_choice = choice->get<std::string>();
   }
   if (const Json* modalities = f.get("modalities")) {
     if (*modalities != Json::array({"text"}))

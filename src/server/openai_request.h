@@ -44,6 +44,7 @@ struct ChatRequest {
   // joined), other keys (name, tool_calls, tool_call_id) kept.
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;  // null or a list
+  std::string tool_choice = "auto";  // "auto" or "none"
   bool add_generation_prompt = true;
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
 };

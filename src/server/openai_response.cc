@@ -107,27 +107,61 @@ Json completion_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutpu
   return body;
 }
 
-Json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& choices, const Usage& usage) {
+Json chat_finish_reason(const std::optional<FinishReason>& reason, bool tool_calls) {
+  if (!reason) return nullptr;
+  if (tool_calls && *reason == FinishReason::kStop) return "tool_calls";
+  return finish_reason_text(*reason);
+}
+
+Json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& choices,
+                   const std::vector<ChatMessage>& messages, const Usage& usage) {
   Json list = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceOutput& c = choices[i];
-    list.push_back({{"index", i},
-                    {"message", {{"role", "assistant"}, {"content", c.text}, {"tool_calls", Json::array()}}},
+    const ChatMessage& m = messages[i];
+    Json calls = Json::array();
+    for (const ToolCall& call : m.tool_calls)
+      calls.push_back({{"id", call.id}, {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    // OpenAI sends null content beside tool calls when the model wrote none.
+    Json message = {{"role", "assistant"},
+                    {"content", m.content.empty() && !calls.empty() ? Json(nullptr) : Json(m.content)}};
+    if (meta.reasoning) message["reasoning_content"] = m.reasoning.empty() ? Json(nullptr) : Json(m.reasoning);
+    message["tool_calls"] = std::move(calls);
+    list.push_back({{"index", i}, {"message", std::move(message)},
                     {"logprobs", meta.logprobs ? chat_logprobs(meta, c) : Json(nullptr)},
-                    {"finish_reason", finish_json(c)}});
+                    {"finish_reason", chat_finish_reason(c.finish_reason, !m.tool_calls.empty())}});
   }
   Json body = envelope(meta, "chat.completion", std::move(list));
   body["usage"] = usage_json(usage);
   return body;
 }
 
-Json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta, bool with_role) {
-  Json message = Json::object();
-  if (with_role) message["role"] = "assistant";
-  if (with_role || !delta.text.empty()) message["content"] = delta.text;
-  Json choice = {{"index", index}, {"delta", std::move(message)},
+Json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta, const ChatDelta& message,
+                bool tool_calls, bool with_role) {
+  Json out = Json::object();
+  if (with_role) out["role"] = "assistant";
+  if (with_role || !message.content.empty()) out["content"] = message.content;
+  if (!message.reasoning.empty()) out["reasoning_content"] = message.reasoning;
+  if (!message.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCallDelta& call : message.tool_calls) {
+      Json item = {{"index", call.index}};
+      Json function = Json::object();
+      if (!call.id.empty()) {
+        item["id"] = call.id;
+        item["type"] = "function";
+        function["name"] = call.name;
+      }
+      function["arguments"] = call.arguments;
+      item["function"] = std::move(function);
+      calls.push_back(std::move(item));
+    }
+    out["tool_calls"] = std::move(calls);
+  }
+  Json choice = {{"index", index}, {"delta", std::move(out)},
                  {"logprobs", meta.logprobs && !delta.tokens.empty() ? chat_logprobs(meta, delta) : Json(nullptr)},
-                 {"finish_reason", finish_json(delta)}};
+                 {"finish_reason", chat_finish_reason(delta.finish_reason, tool_calls)}};
   Json body = envelope(meta, "chat.completion.chunk", Json::array({std::move(choice)}));
   if (meta.usage_in_chunks) body["usage"] = nullptr;
   return body;

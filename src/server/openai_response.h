@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "brisk/engine.h"
+#include "server/chat_output/chat_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace brisk::server {
@@ -43,6 +44,7 @@ struct ResponseMeta {
   bool logprobs = false;     // include logprobs
   int32_t top_logprobs = 0;
   bool usage_in_chunks = false;  // stream_options.include_usage: every chunk has "usage" (null)
+  bool reasoning = false;        // chat messages carry "reasoning_content"
 };
 
 // "prefix-" and 24 random hex digits.
@@ -57,9 +59,16 @@ nlohmann::json completion_response(const ResponseMeta& meta, const std::vector<C
 // `text_offset`: where the delta's text starts in the choice's whole text (logprobs' offsets).
 nlohmann::json completion_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta,
                                 int64_t text_offset);
-nlohmann::json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& choices, const Usage& usage);
+// `messages`: each choice's text parsed into reasoning, content and tool calls.
+nlohmann::json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& choices,
+                             const std::vector<ChatMessage>& messages, const Usage& usage);
+// `delta`: the choice's new tokens (their logprobs) and its finish; `message`: what its text adds,
+// parsed; `tool_calls`: the choice has made tool calls (its finish reason is then "tool_calls").
 // `with_role`: the choice's first chunk carries {"role": "assistant"}.
-nlohmann::json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta, bool with_role);
+nlohmann::json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta, const ChatDelta& message,
+                          bool tool_calls, bool with_role);
+// OpenAI's finish reason of a chat choice: "tool_calls" when it stopped after making calls.
+nlohmann::json chat_finish_reason(const std::optional<FinishReason>& reason, bool tool_calls);
 // The last chunk before [DONE] with stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseMeta& meta, bool chat, const Usage& usage);
 

@@ -28,8 +28,9 @@ nlohmann::json version_body() { return {{"version", "0.1.0"}}; }
 
 }  // namespace
 
-OpenAiService::OpenAiService(Engine& engine, std::string model_name, const std::filesystem::path& model_dir)
-    : state_(engine, std::move(model_name), model_dir), model_dir_(model_dir.string()), created_(unix_time_now()) {}
+OpenAiService::OpenAiService(Engine& engine, std::string model_name, const std::filesystem::path& model_dir,
+                             const ChatParsing& parsing)
+    : state_(engine, std::move(model_name), model_dir, parsing), model_dir_(model_dir.string()), created_(unix_time_now()) {}
 
 HttpHandlers OpenAiService::handlers() {
   HttpHandlers h;

@@ -17,7 +17,8 @@ namespace brisk::server {
 
 class OpenAiService {
  public:
-  OpenAiService(Engine& engine, std::string model_name, const std::filesystem::path& model_dir);
+  OpenAiService(Engine& engine, std::string model_name, const std::filesystem::path& model_dir,
+                const ChatParsing& parsing = {});
 
   boost::asio::awaitable<void> handle(HttpExchange& exchange);
   // The HttpServer's view of this service.

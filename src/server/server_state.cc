@@ -1,16 +1,33 @@
 #include "server/server_state.h"
 
+#include "core/error.h"
 #include "server/api_error.h"
 
 namespace brisk::server {
 
-ServerState::ServerState(Engine& engine, std::string model_name, const std::filesystem::path& model_dir)
+ServerState::ServerState(Engine& engine, std::string model_name, const std::filesystem::path& model_dir,
+                         const ChatParsing& parsing)
     : engine_(engine), model_name_(std::move(model_name)), tokenizer_(Tokenizer::from_folder_if_any(model_dir)) {
   try {
     chat_ = ChatPrompt::from_folder(model_dir);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kNotFound) throw;
     no_chat_reason_ = e.what();
+  }
+  const std::string_view chat_template = chat_ ? std::string_view(chat_->template_source()) : std::string_view();
+  if (parsing.tool_call_parser == "auto") {
+    tool_call_format_ = detect_tool_call_format(chat_template);
+  } else if (parsing.tool_call_parser != "none") {
+    tool_call_format_ = tool_call_format_named(parsing.tool_call_parser);
+    BRISK_CHECK(tool_call_format_, "--tool-call-parser '{}' is not known; choose from hermes, llama3_json, "
+                    "mistral, internlm, auto or none", parsing.tool_call_parser);
+  }
+  if (parsing.reasoning_parser == "auto") {
+    reasoning_ = template_has_reasoning(chat_template);
+  } else if (parsing.reasoning_parser != "none") {
+    BRISK_CHECK(is_reasoning_format_name(parsing.reasoning_parser), "--reasoning-parser '{}' is not known; "
+                    "choose from qwen3, deepseek_r1, auto or none", parsing.reasoning_parser);
+    reasoning_ = true;
   }
 }
 
@@ -26,18 +43,35 @@ const Tokenizer& ServerState::need_tokenizer(const char* param) const {
   return *tokenizer_;
 }
 
-std::vector<int32_t> ServerState::encode_chat(const ChatRequest& chat, bool add_special_tokens) const {
-  const Tokenizer& tokenizer = need_tokenizer("messages");
+std::string ServerState::chat_output_summary() const {
+  return fmt::format("tool calls {}, reasoning {}",
+                     tool_call_format_ ? tool_call_format_name(*tool_call_format_) : "not parsed",
+                     reasoning_ ? "split off (<think>)" : "not parsed");
+}
+
+std::string ServerState::render_chat(const ChatRequest& chat) const {
+  need_tokenizer("messages");
   if (!chat_) throw_invalid("messages", "chat needs a chat template: {}", no_chat_reason_);
-  std::string rendered;
   try {
-    rendered = chat_->render(chat.messages, chat.add_generation_prompt, chat.tools, chat.chat_template_kwargs);
+    return chat_->render(chat.messages, chat.add_generation_prompt, chat.tools, chat.chat_template_kwargs);
   } catch (const Error& e) {
     // Templates reject conversations they cannot render (raise_exception), e.g. roles that do
     // not alternate: the client's input is at fault.
     throw_invalid("messages", "the chat template cannot render these messages: {}", e.what());
   }
-  return tokenizer.encode(rendered, add_special_tokens);
+}
+
+std::vector<int32_t> ServerState::encode_chat(const ChatRequest& chat, bool add_special_tokens) const {
+  return need_tokenizer("messages").encode(render_chat(chat), add_special_tokens);
+}
+
+ChatOutputOptions ServerState::chat_output(const ChatRequest& chat, std::string_view rendered_prompt) const {
+  ChatOutputOptions options;
+  // As vLLM: tool calls are parsed when the request offers tools and lets the model choose.
+  if (!chat.tools.is_null() && chat.tool_choice != "none") options.tool_calls = tool_call_format_;
+  options.reasoning = reasoning_;
+  options.reasoning_open = reasoning_ && prompt_opens_reasoning(rendered_prompt);
+  return options;
 }
 
 void ServerState::check_prompt(const std::vector<int32_t>& ids, int64_t max_tokens, const char* param) const {

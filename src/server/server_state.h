@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "brisk/engine.h"
+#include "server/chat_output/chat_output.h"
 #include "server/event_pump.h"
 #include "server/openai_request.h"
 #include "server/server_metrics.h"
@@ -21,10 +22,22 @@
 
 namespace brisk::server {
 
+// How chat output is split into reasoning, content and tool calls (brisk serve's
+// --tool-call-parser and --reasoning-parser).
+struct ChatParsing {
+  std::string tool_call_parser = "auto";  // a format name, "auto" (the chat template's) or "none"
+  std::string reasoning_parser = "none";  // "qwen3", "deepseek_r1", "auto" (the chat template's) or "none"
+};
+inline const std::vector<std::string> kToolCallParserNames = {"auto", "none", "hermes", "llama3_json", "mistral",
+                                                             "internlm"};
+inline const std::vector<std::string> kReasoningParserNames = {"auto", "none", "qwen3", "deepseek_r1"};
+
 class ServerState {
  public:
-  // Loads the folder's tokenizer and chat template when it has them.
-  ServerState(Engine& engine, std::string model_name, const std::filesystem::path& model_dir);
+  // Loads the folder's tokenizer and chat template when it has them. Throws kInvalidArgument
+  // for an unknown parser name.
+  ServerState(Engine& engine, std::string model_name, const std::filesystem::path& model_dir,
+              const ChatParsing& parsing = {});
 
   Engine& engine() const { return engine_; }
   const std::string& model_name() const { return model_name_; }
@@ -37,9 +50,17 @@ class ServerState {
   void check_model(const std::string& requested) const;
   // 400 when the folder has no tokenizer (`param` needs one).
   const Tokenizer& need_tokenizer(const char* param) const;
+  // The chat template rendered (400 when it cannot render these messages).
+  std::string render_chat(const ChatRequest& chat) const;
   // The chat's prompt ids: the chat template rendered, then tokenized without added specials
   // (the template holds BOS), as transformers' apply_chat_template(tokenize=True) does.
   std::vector<int32_t> encode_chat(const ChatRequest& chat, bool add_special_tokens = false) const;
+  // How this chat's output is parsed, given its rendered prompt.
+  ChatOutputOptions chat_output(const ChatRequest& chat, std::string_view rendered_prompt) const;
+  std::optional<ToolCallFormat> tool_call_format() const { return tool_call_format_; }
+  bool reasoning_parser() const { return reasoning_; }
+  // E.g. "tool calls hermes, reasoning not parsed" (the start-up line).
+  std::string chat_output_summary() const;
   // 400 for ids outside the vocabulary, or a prompt whose tokens plus max_tokens exceed the
   // context (checked here so that the error comes before a stream starts).
   void check_prompt(const std::vector<int32_t>& ids, int64_t max_tokens, const char* param) const;
@@ -54,6 +75,8 @@ class ServerState {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::optional<ChatPrompt> chat_;
   std::string no_chat_reason_;  // why chat_ is empty
+  std::optional<ToolCallFormat> tool_call_format_;
+  bool reasoning_ = false;
   ServerMetrics metrics_;
   EventPump pump_;
   std::mutex active_mutex_;

@@ -22,6 +22,7 @@ class ChatPrompt {
   std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                      const nlohmann::ordered_json& tools = nullptr,
                      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+  const std::string& template_source() const { return template_.source(); }
 
  private:
   ChatPrompt(ChatTemplate chat_template, nlohmann::ordered_json special_tokens)

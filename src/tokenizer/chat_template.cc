@@ -6,7 +6,8 @@
 namespace brisk {
 
 ChatTemplate ChatTemplate::parse(std::string source, std::string name) {
-  return ChatTemplate(jinja::Template::parse(std::move(source), std::move(name)));
+  jinja::Template parsed = jinja::Template::parse(source, std::move(name));
+  return ChatTemplate(std::move(parsed), std::move(source));
 }
 
 ChatTemplate ChatTemplate::from_tokenizer_config(const nlohmann::ordered_json& config,

@@ -40,10 +40,13 @@ class ChatTemplate {
                      const ChatTemplateRenderOptions& options = {}) const;
 
   const std::string& name() const { return template_.name(); }
+  // The template's text (what tool-call and reasoning formats are recognized by).
+  const std::string& source() const { return source_; }
 
  private:
-  explicit ChatTemplate(jinja::Template t) : template_(std::move(t)) {}
+  ChatTemplate(jinja::Template t, std::string source) : template_(std::move(t)), source_(std::move(source)) {}
   jinja::Template template_;
+  std::string source_;
 };
 
 // The variables transformers passes to a chat template. `tools` and `documents` stay null

@@ -24,9 +24,11 @@ MODEL_NAME = "tiny"
 class Server:
     """`brisk serve` on a free port (--port 0; the port is read from its start-up line)."""
 
-    def __init__(self, model_dir, *args, preexec_fn=None):
+    def __init__(self, model_dir, *args, preexec_fn=None, dummy_weights=True):
         defaults = [] if "--kv-cache-memory" in args else ["--kv-cache-memory", "256MiB"]
-        command = [BINARY, "serve", "--model", str(model_dir), "--dummy-weights", "--port", "0",
+        if dummy_weights:
+            defaults.append("--dummy-weights")
+        command = [BINARY, "serve", "--model", str(model_dir), "--port", "0",
                    "--served-model-name", MODEL_NAME, *defaults, *args]
         self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      preexec_fn=preexec_fn)

@@ -143,5 +143,24 @@ TEST(OpenAiRequest, NullAssistantContentWithToolCallsIsEmpty) {
   EXPECT_EQ(r.messages[1]["tool_calls"].size(), 1u);
 }
 
+// Templates write `arguments | tojson`: the client's JSON string reaches them as the object.
+TEST(OpenAiRequest, ToolCallArgumentsReachTheTemplateAsObjects) {
+  ChatRequest r = parse_chat_request(R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [
+      {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{\"city\": \"Oslo\"}"}},
+      {"id": "c2", "type": "function", "function": {"name": "v", "arguments": {"n": 1}}}]}],
+      "tool_choice": "none"})");
+  EXPECT_EQ(r.messages[0]["tool_calls"][0]["function"]["arguments"]["city"], "Oslo");
+  EXPECT_EQ(r.messages[0]["tool_calls"][1]["function"]["arguments"]["n"], 1);
+  EXPECT_EQ(r.tool_choice, "none");
+  EXPECT_EQ(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}]})").tool_choice, "auto");
+  for (const char* bad : {R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [
+                              {"function": {"name": "w", "arguments": "{oops"}}]}]})",
+                          R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]}]})",
+                          R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [1]}]})"})
+    EXPECT_EQ(catch_api_error([&] { parse_chat_request(bad); }).param(), "messages[0].tool_calls") << bad;
+  EXPECT_EQ(catch_api_error([] { parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}],
+      "tool_choice": "required"})"); }).param(), "tool_choice");
+}
+
 }  // namespace
 }  // namespace brisk::server
