@@ -177,4 +177,8 @@ std::string dump_json(const Json& body) { return body.dump(-1, ' ', false, Json:
 
 std::string sse_event(std::string_view payload) { return fmt::format("data: {}\n\n", payload); }
 
+std::string sse_event(std::string_view name, std::string_view payload) {
+  return fmt::format("event: {}\ndata: {}\n\n", name, payload);
+}
+
 }  // namespace brisk::server

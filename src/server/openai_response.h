@@ -76,5 +76,7 @@ nlohmann::json usage_chunk(const ResponseMeta& meta, bool chat, const Usage& usa
 std::string dump_json(const nlohmann::json& body);
 // One server-sent event: "data: <payload>\n\n".
 std::string sse_event(std::string_view payload);
+// A named one (the Anthropic and Responses streams): "event: <name>\ndata: <payload>\n\n".
+std::string sse_event(std::string_view name, std::string_view payload);
 
 }  // namespace brisk::server
