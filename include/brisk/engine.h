@@ -95,6 +95,7 @@ struct RequestEvent {
   std::string text;                     // newly final text (when the model folder has a tokenizer);
                                         // on kFinished: text held back until the end
   FinishReason finish_reason = FinishReason::kStop;
+  std::string stop_string;              // on kFinished(kStop): the stop string that ended it, if one did
   std::string error;                    // for kError: what is wrong
   // For kError: the request was refused at admission (its parameters or length are at fault);
   // this single event ends all of its samples. Otherwise the engine failed while running it.

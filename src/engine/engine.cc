@@ -542,7 +542,10 @@ void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
   for (auto& sample : r.waiting_samples)
     r.stream->push(finished_event(reason, error, num_prompt_tokens, 0, sample->index));
   RequestEvent event = finished_event(reason, std::move(error), num_prompt_tokens, r.num_cached_prompt_tokens, r.index);
-  if (r.text) event.text = r.text->finish();
+  if (r.text) {
+    event.text = r.text->finish();
+    event.stop_string = r.text->matched();
+  }
   r.stream->push(std::move(event));
   auto [begin, end] = requests_.equal_range(r.id);
   for (auto it = begin; it != end; ++it) {

@@ -33,6 +33,7 @@ StopStringMatcher::Step StopStringMatcher::add(int32_t token) {
     if (at != std::string::npos && (at < best || (at == best && s.size() > best_len))) {
       best = at;
       best_len = s.size();
+      matched_ = s;
     }
   }
   if (best != std::string::npos) {

@@ -25,6 +25,8 @@ class StopStringMatcher {
   Step add(int32_t token);
   // The end of the request (not through a stop string): everything still held back.
   std::string finish();
+  // The stop string that ended the text; empty when none did.
+  const std::string& matched() const { return matched_; }
 
  private:
   // Length of the longest suffix of pending_ that is a proper prefix of some stop string.
@@ -35,6 +37,7 @@ class StopStringMatcher {
   bool include_stop_;
   std::string pending_;  // decoded, not yet emitted
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace brisk

@@ -96,6 +96,7 @@ void Generation::apply(const InboxEvent& inbox_event, std::vector<ChoiceDelta>& 
     d.delta.text += e.text;
     finish_choice(i, e.finish_reason, e.time);
     d.delta.finish_reason = e.finish_reason;
+    choices_[i].stop_string = d.delta.stop_string = e.stop_string;
   }
 }
 

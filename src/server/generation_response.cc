@@ -5,11 +5,6 @@ namespace {
 
 namespace asio = boost::asio;
 
-ApiError engine_error(const Generation& g) {
-  if (g.error_rejected()) return ApiError(400, "invalid_request_error", "", "", *g.error());
-  return ApiError(500, "internal_server_error", "", "", *g.error());
-}
-
 // The chunk each choice starts with: the assistant role (chat) or the echoed prompt.
 std::string opening_events(const ResponseShape& shape, size_t num_choices) {
   std::string text;
@@ -50,7 +45,7 @@ std::string completion_event(const ResponseShape& shape, const ChoiceDelta& d) {
 asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, const ResponseShape& shape) {
   while (!g.done())
     if (!co_await g.next(exchange)) co_return;
-  if (g.error()) co_return co_await exchange.respond_error(engine_error(g));
+  if (g.error()) co_return co_await exchange.respond_error(generation_error(g));
   std::vector<ChoiceOutput> choices = g.choices();
   nlohmann::json body;
   if (shape.chat) {
@@ -73,7 +68,7 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
     if (!deltas) co_return;
     std::string text;
     if (!started) {
-      if (g.error()) co_return co_await exchange.respond_error(engine_error(g));  // nothing sent yet
+      if (g.error()) co_return co_await exchange.respond_error(generation_error(g));  // nothing sent yet
       started = true;
       if (!co_await exchange.start_events()) co_return;
       text = opening_events(shape, g.choices().size());
@@ -82,7 +77,7 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
       text += shape.chat ? chat_event(shape, d, parsers[d.index]) : completion_event(shape, d);
     if (g.error()) {
       // Mid-stream the status is already sent: the error travels as an event, as vLLM sends it.
-      text += sse_event(dump_json(engine_error(g).body()));
+      text += sse_event(dump_json(generation_error(g).body()));
       g.cancel();
     }
     if (!co_await exchange.send_events(text)) co_return;
@@ -94,6 +89,11 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
 }
 
 }  // namespace
+
+ApiError generation_error(const Generation& g) {
+  if (g.error_rejected()) return ApiError(400, "invalid_request_error", "", "", *g.error());
+  return ApiError(500, "internal_server_error", "", "", *g.error());
+}
 
 SamplingParams resolve_sampling(const GenerationOptions& options, int64_t default_max_tokens) {
   SamplingParams sampling = options.sampling;

@@ -31,6 +31,10 @@ struct ResponseShape {
 SamplingParams resolve_sampling(const GenerationOptions& options, int64_t default_max_tokens);
 ResponseMeta response_meta(const ServerState& state, const GenerationOptions& options, const char* id_prefix);
 
+// The generation's engine error as the client sees it: 400 when the engine refused the request,
+// 500 when it failed running it.
+ApiError generation_error(const Generation& generation);
+
 boost::asio::awaitable<void> respond_with_generation(Generation& generation, HttpExchange& exchange,
                                                      const ResponseShape& shape);
 

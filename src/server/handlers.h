@@ -11,6 +11,9 @@ namespace brisk::server {
 
 boost::asio::awaitable<void> handle_completions(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_chat_completions(ServerState& state, HttpExchange& exchange);
+// Anthropic's Messages API; its errors are Anthropic-shaped.
+boost::asio::awaitable<void> handle_messages(ServerState& state, HttpExchange& exchange);
+boost::asio::awaitable<void> handle_count_tokens(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_tokenize(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_detokenize(ServerState& state, HttpExchange& exchange);
 

@@ -132,12 +132,17 @@ asio::awaitable<void> HttpServer::serve(std::shared_ptr<Connection> connection) 
 bool HttpServer::authorized(const HttpRequest& request) const {
   std::string_view target(request.target().data(), request.target().size());
   if (options_.api_key.empty() || !target.starts_with("/v1")) return true;
-  auto header = request[http::field::authorization];
-  std::string expected = "Bearer " + options_.api_key;
-  if (header.size() != expected.size()) return false;
-  unsigned char diff = 0;  // constant time: no early exit on the first wrong byte
-  for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(header[i] ^ expected[i]);
-  return diff == 0;
+  auto matches = [](std::string_view given, const std::string& expected) {
+    if (given.size() != expected.size()) return false;
+    unsigned char diff = 0;  // constant time: no early exit on the first wrong byte
+    for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
+    return diff == 0;
+  };
+  const auto bearer = request[http::field::authorization];
+  // Anthropic's clients send the key as x-api-key.
+  const auto x_api_key = request["x-api-key"];
+  return matches({bearer.data(), bearer.size()}, "Bearer " + options_.api_key) ||
+         matches({x_api_key.data(), x_api_key.size()}, options_.api_key);
 }
 
 std::string HttpServer::cors_origin(const HttpRequest& request) const {
@@ -181,8 +186,9 @@ asio::awaitable<bool> HttpServer::serve_one(Connection& connection) {
     co_await exchange.respond_error(ApiError(400, "invalid_request_error", "", "", fmt::format(
                                                  "malformed HTTP request: {}", ec.message())));
   } else if (!authorized(request)) {
-    co_await exchange.respond_error(ApiError(401, "authentication_error", "", "invalid_api_key",
-                                             "missing or wrong API key: send 'Authorization: Bearer <key>'"));
+    co_await exchange.respond_error(ApiError(
+        401, "authentication_error", "", "invalid_api_key",
+        "missing or wrong API key: send 'Authorization: Bearer <key>' (or 'x-api-key: <key>')"));
   } else {
     std::string what;
     try {

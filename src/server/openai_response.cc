@@ -65,9 +65,9 @@ Json envelope(const ResponseMeta& meta, const char* object, Json choices) {
 
 }  // namespace
 
-std::string make_response_id(std::string_view prefix) {
+std::string make_response_id(std::string_view prefix, char separator) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{}-{:016x}{:08x}", prefix, rng(), static_cast<uint32_t>(rng()));
+  return fmt::format("{}{}{:016x}{:08x}", prefix, separator, rng(), static_cast<uint32_t>(rng()));
 }
 
 int64_t unix_time_now() {

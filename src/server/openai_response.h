@@ -27,6 +27,7 @@ struct ChoiceOutput {
   std::string text;
   std::vector<TokenOutput> tokens;
   std::optional<FinishReason> finish_reason;  // set once the choice has ended
+  std::string stop_string;                    // the stop string that ended it, if one did
 };
 
 struct Usage {
@@ -47,8 +48,8 @@ struct ResponseMeta {
   bool reasoning = false;        // chat messages carry "reasoning_content"
 };
 
-// "prefix-" and 24 random hex digits.
-std::string make_response_id(std::string_view prefix);
+// "prefix-" (or "prefix_", Anthropic's style) and 24 random hex digits.
+std::string make_response_id(std::string_view prefix, char separator = '-');
 int64_t unix_time_now();
 // OpenAI's names: stop, length; a cancelled request reports vLLM's "abort".
 std::string_view finish_reason_text(FinishReason reason);

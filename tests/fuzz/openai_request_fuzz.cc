@@ -1,4 +1,4 @@
-// libFuzzer entry point for the OpenAI request parsers (server/openai_request.h): any byte string
+// libFuzzer entry point for the request parsers (server/openai_request.h, anthropic_request.h): any byte string
 // as a request body. ctest builds it with clang (tests/fuzz/CMakeLists.txt) and runs it briefly;
 // for a longer run: build/cpu/tests/fuzz/openai_request_fuzz -max_total_time=600 -dict=tests/fuzz/openai_request.dict CORPUS
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -45,6 +46,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ChatRequest r = parse_chat_request(body);
     check(r.options);
     if (!r.messages.is_array() || r.messages.empty()) __builtin_trap();
+  });
+  run([&] {
+    ChatRequest r = parse_messages_request(body);
+    check(r.options);
+    if (!r.messages.is_array() || r.messages.empty() || !r.options.max_tokens) __builtin_trap();
   });
   run([&] { parse_tokenize_request(body); });
   run([&] { parse_detokenize_request(body); });

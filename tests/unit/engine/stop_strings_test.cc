@@ -33,6 +33,7 @@ TEST(StopStrings, SplitAcrossTokensIsCaughtAndHeldBack) {
   EXPECT_TRUE(stopped);
   EXPECT_EQ(streamed, "The quick brown ");
   EXPECT_EQ(matcher.finish(), "");
+  EXPECT_EQ(matcher.matched(), "fox jum");
 }
 
 TEST(StopStrings, FalseStartsAreReleasedAndIncludeStopWorks) {
@@ -44,6 +45,7 @@ TEST(StopStrings, FalseStartsAreReleasedAndIncludeStopWorks) {
   for (int32_t id : ids) streamed += none.add(id).text;
   streamed += none.finish();
   EXPECT_EQ(streamed, "abc abd abc abe");
+  EXPECT_EQ(none.matched(), "");
 
   StopStringMatcher include(*tokenizer, true, {" abd", "zzz"}, true);
   streamed.clear();
@@ -77,6 +79,7 @@ TEST(StopStrings, EngineStopsAtTheStringAndNeedsATokenizer) {
   request.sampling.seed = 3;
   request.sampling.max_tokens = 40;
   request.sampling.ignore_eos = true;
+  std::string stop_string;
   auto collect_text = [&](const GenerationRequest& r, FinishReason* reason, size_t* num_tokens) {
     auto stream = engine->submit(r);
     std::string text;
@@ -86,6 +89,7 @@ TEST(StopStrings, EngineStopsAtTheStringAndNeedsATokenizer) {
       text += e.text;
       if (e.kind == RequestEvent::Kind::kFinished) {
         *reason = e.finish_reason;
+        stop_string = e.stop_string;
         return text;
       }
       ++*num_tokens;
@@ -95,10 +99,12 @@ TEST(StopStrings, EngineStopsAtTheStringAndNeedsATokenizer) {
   size_t full_tokens, stopped_tokens;
   std::string full = collect_text(request, &reason, &full_tokens);
   ASSERT_GE(full.size(), 20u) << full;
+  EXPECT_EQ(stop_string, "");
   std::string stop = full.substr(full.size() / 2, 3);  // three characters from the middle
   request.sampling.stop = {stop};
   std::string stopped = collect_text(request, &reason, &stopped_tokens);
   EXPECT_EQ(reason, FinishReason::kStop);
+  EXPECT_EQ(stop_string, stop);
   EXPECT_EQ(stopped, full.substr(0, full.find(stop)));
   EXPECT_LT(stopped_tokens, full_tokens);
 
