@@ -31,6 +31,9 @@ struct EngineOptions {
   // host memory on the CPU (pages are only touched as the cache fills).
   std::string kv_cache_memory;
   int64_t num_kv_blocks = 0;            // > 0 overrides kv_cache_memory (tests)
+  // How the KV cache holds keys and values: "auto" (the activation dtype), "int8" or "int4"
+  // (asymmetric, a scale and zero point per token and KV head), "fp8" (e4m3, per-layer scales).
+  std::string kv_cache_dtype = "auto";
   bool enable_prefix_caching = true;
   // Run every step op by op; otherwise pure decode steps replay CUDA graphs (on the GPU).
   bool enforce_eager = false;

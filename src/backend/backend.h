@@ -33,6 +33,28 @@ struct RmsNormParams {
   float eps = 1e-6f;
 };
 
+// How a paged KV cache holds its values (--kv-cache-dtype; model/kv_cache.h makes the tensors).
+//   kNone: k_cache / v_cache in their own float dtype.
+//   kInt8 / kInt4: asymmetric codes per (token, kv head), from its head_dim values x in fp32
+//     (after RoPE): lo = min(0, min x), hi = max(0, max x); scale = f16((hi - lo) / qmax), 1 when
+//     that is 0; zero = rint(-lo / scale) clamped to [0, qmax]; q = clamp(rint(x / scale) + zero,
+//     0, qmax), with qmax 255 / 15 and rint rounding half to even; x' = (q - zero) * scale. The
+//     caches are u8 [num_blocks, num_kv_heads, block_size, head_dim] (int4: head_dim / 2 bytes,
+//     two codes per byte, low nibble first); scales and zero points sit beside them.
+//   kFp8: f8e4m3 caches of e4m3(x / scale) (core/dtype.h's saturating round), one scale per layer
+//     for K and one for V; x' = e4m3 * scale.
+enum class KvQuant : int32_t { kNone = 0, kInt8 = 1, kInt4 = 2, kFp8 = 3 };
+
+struct KvQuantParams {
+  KvQuant kind = KvQuant::kNone;
+  TensorView k_scale{};  // int8 / int4: f16 [num_blocks, num_kv_heads, block_size]
+  TensorView v_scale{};
+  TensorView k_zero{};   // int8 / int4: u8 [num_blocks, num_kv_heads, block_size]
+  TensorView v_zero{};
+  float k_fp8_scale = 1.0f;  // fp8
+  float v_fp8_scale = 1.0f;
+};
+
 // Rotates the query and key heads of a fused qkv activation in place (Hugging Face's
 // rotate-half convention), after an optional per-head RMSNorm of q and k (Qwen3), and writes
 // each token's key and value heads into the paged cache at its slot.
@@ -47,8 +69,9 @@ struct RopeKvAppendParams {
   int num_kv_heads = 0;
   int head_dim = 0;
   TensorView slot_mapping{};  // [num_tokens] i32: block * block_size + offset; < 0 skips the write
-  TensorView k_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView k_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim] (quantized: see KvQuant)
   TensorView v_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
+  KvQuantParams kv_quant{};   // how the caches hold their values, quantized as they are written
 };
 
 // y = x * w^T (+ bias). Accumulates in fp32 at least.
@@ -125,8 +148,9 @@ struct GemmFp8Params {
 // its new tokens are the last (query_start[s+1] - query_start[s]) of its context_lens[s] tokens.
 struct AttentionParams {
   TensorView q{};             // [num_tokens, num_heads * head_dim] (rows may be strided)
-  TensorView k_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
+  TensorView k_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim] (quantized: see KvQuant)
   TensorView v_cache{};       // [num_blocks, num_kv_heads, block_size, head_dim]
+  KvQuantParams kv_quant{};   // how the caches hold their values: read dequantized
   TensorView block_tables{};  // [num_seqs, max_blocks_per_seq] i32
   TensorView query_start{};   // [num_seqs + 1] i32
   TensorView context_lens{};  // [num_seqs] i32

@@ -24,6 +24,12 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
                   "KV cache size: a fraction of free memory (0.9) or a size (4GiB); default 0.9 on a GPU, 0.2 of "
                   "host memory on the CPU")
       ->group("Engine");
+  cmd->add_option("--kv-cache-dtype", e.kv_cache_dtype,
+                  "how the KV cache holds keys and values: auto (the model's dtype), int8 or int4 (a scale and "
+                  "zero point per token and head), fp8 (e4m3); quantized caches hold 2x / 3.8x the tokens")
+      ->check(CLI::IsMember({"auto", "int8", "int4", "fp8"}))
+      ->capture_default_str()
+      ->group("Engine");
   cmd->add_option("--max-num-seqs", e.max_num_seqs, "most sequences running at once")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()

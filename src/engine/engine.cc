@@ -97,7 +97,7 @@ class EngineImpl final : public Engine {
   std::vector<int32_t> eos_token_ids() const override { return eos_ids_; }
   uint64_t weight_bytes_per_step() const override { return model_->weight_bytes_per_step(); }
   uint64_t kv_bytes_per_token() const override {
-    return KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), 1);
+    return KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), 1, kv_quant_);
   }
   void shutdown() override;
 
@@ -130,6 +130,7 @@ class EngineImpl final : public Engine {
   std::vector<int32_t> eos_ids_;
   std::unique_ptr<Tokenizer> tokenizer_;  // null when the folder has none
   int64_t num_blocks_ = 0;
+  KvQuant kv_quant_ = KvQuant::kNone;
   std::unique_ptr<PrefixCache> prefix_cache_;
   std::unique_ptr<BlockPool> pool_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -181,7 +182,9 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
     if (e.code() != ErrorCode::kNotFound) throw;
   }
 
-  const size_t bytes_per_block = KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), options.block_size);
+  kv_quant_ = parse_kv_cache_dtype(options.kv_cache_dtype);
+  const size_t bytes_per_block =
+      KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), options.block_size, kv_quant_);
   if (options.num_kv_blocks > 0) {
     num_blocks_ = options.num_kv_blocks;
   } else {
@@ -219,7 +222,7 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   pool_ = std::make_unique<BlockPool>(num_blocks_, options.block_size, *prefix_cache_);
   scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);
   runner_ = std::make_unique<ModelRunner>(*model_, num_blocks_, options.block_size, !options.enforce_eager,
-                                          options.max_num_seqs);
+                                          options.max_num_seqs, kv_quant_);
   if (options.profile_steps || options.profile_ops) profiler_ = std::make_unique<StepProfiler>(model_->config());
   thread_ = std::thread([this] { loop(); });
 }

@@ -7,9 +7,9 @@
 namespace brisk {
 
 ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs,
-                         int64_t max_num_seqs)
+                         int64_t max_num_seqs, KvQuant kv_quant)
     : model_(model),
-      cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size),
+      cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size, kv_quant),
       max_num_seqs_(max_num_seqs) {
   if (use_graphs) graphs_ = DecodeGraphs::create(model_, cache_, max_num_seqs);
   Backend& backend = model_.backend();

@@ -34,8 +34,9 @@ struct LaunchedStep {
 class ModelRunner {
  public:
   // use_graphs: replay pure decode steps of up to max_num_seqs sequences from recorded graphs
-  // where the backend supports them.
-  ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs, int64_t max_num_seqs);
+  // where the backend supports them. kv_quant: how the KV cache holds its values.
+  ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs, int64_t max_num_seqs,
+              KvQuant kv_quant = KvQuant::kNone);
   ~ModelRunner();
 
   // Queues the plan. A request with a pending token (num_pending > 0) must have it as the last

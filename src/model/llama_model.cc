@@ -96,12 +96,14 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   rope.slot_mapping = batch.slot_mapping;
   rope.k_cache = kv_cache.k(layer);
   rope.v_cache = kv_cache.v(layer);
+  rope.kv_quant = kv_cache.quant(layer);
 
   Tensor attn = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh) * hd});
   AttentionParams a;
   a.q = qkv.view().slice(1, 0, static_cast<int64_t>(nh) * hd);
   a.k_cache = kv_cache.k(layer);
   a.v_cache = kv_cache.v(layer);
+  a.kv_quant = rope.kv_quant;
   a.block_tables = batch.block_tables;
   a.query_start = batch.query_start;
   a.context_lens = batch.context_lens;

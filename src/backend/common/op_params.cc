@@ -1,6 +1,8 @@
 #include "backend/common/op_params.h"
 
+#include <cmath>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "backend/common/op_checks.h"
@@ -11,15 +13,40 @@ namespace {
 
 // The [num_blocks, num_kv_heads, block_size, head_dim] paged caches of one layer.
 void check_kv_caches(std::string_view op, const TensorView& k_cache, const TensorView& v_cache,
-                     int num_kv_heads, int head_dim, Device device) {
+                     const KvQuantParams& quant, int num_kv_heads, int head_dim, Device device) {
+  BRISK_CHECK(device == Device::kCpu || quant.kind == KvQuant::kNone,
+              "{}: a quantized KV cache is read by the CPU backend only so far", op);
+  const int64_t row_bytes = quant.kind == KvQuant::kInt4 ? head_dim / 2 : head_dim;
   for (auto [name, cache] : {std::pair{"k_cache", k_cache}, std::pair{"v_cache", v_cache}}) {
     check_view(op, name, cache, 4, Layout::kContiguous, device);
-    check_float(op, name, cache);
-    BRISK_CHECK(cache.size(1) == num_kv_heads && cache.size(3) == head_dim,
-                "{}: {} is {} but must be [num_blocks, num_kv_heads {}, block_size, "
-                "head_dim {}]", op, name, cache.describe(), num_kv_heads, head_dim);
+    switch (quant.kind) {
+      case KvQuant::kNone: check_float(op, name, cache); break;
+      case KvQuant::kInt8:
+      case KvQuant::kInt4: check_dtype(op, name, cache, DType::kU8); break;
+      case KvQuant::kFp8: check_dtype(op, name, cache, DType::kF8E4M3); break;
+    }
+    BRISK_CHECK(cache.size(1) == num_kv_heads && cache.size(3) == row_bytes,
+                "{}: {} is {} but must be [num_blocks, num_kv_heads {}, block_size, {}]", op, name,
+                cache.describe(), num_kv_heads, row_bytes);
   }
   check_same_shape(op, "k_cache", k_cache, "v_cache", v_cache);
+  BRISK_CHECK(quant.kind != KvQuant::kInt4 || head_dim % 2 == 0, "{}: an int4 KV cache needs an even head_dim, got {}",
+              op, head_dim);
+  if (quant.kind == KvQuant::kFp8)
+    BRISK_CHECK(quant.k_fp8_scale > 0 && quant.v_fp8_scale > 0 && std::isfinite(quant.k_fp8_scale) &&
+                std::isfinite(quant.v_fp8_scale), "{}: fp8 KV scales must be positive, got {} and {}", op,
+                quant.k_fp8_scale, quant.v_fp8_scale);
+  if (quant.kind != KvQuant::kInt8 && quant.kind != KvQuant::kInt4) return;
+  const Shape params_shape{k_cache.size(0), k_cache.size(1), k_cache.size(2)};
+  for (auto [name, t, dtype] : {std::tuple{"k_scale", quant.k_scale, DType::kF16},
+                                std::tuple{"v_scale", quant.v_scale, DType::kF16},
+                                std::tuple{"k_zero", quant.k_zero, DType::kU8},
+                                std::tuple{"v_zero", quant.v_zero, DType::kU8}}) {
+    check_view(op, name, t, 3, Layout::kContiguous, device);
+    check_dtype(op, name, t, dtype);
+    BRISK_CHECK(t.shape() == params_shape, "{}: {} is {} but the cache needs [{}, {}, {}]", op, name, t.describe(),
+                params_shape[0], params_shape[1], params_shape[2]);
+  }
 }
 
 // Ragged token lists: start [num_seqs + 1] into tokens [total], given together or not at all.
@@ -101,7 +128,7 @@ void check_op_params(const RopeKvAppendParams& p, Device device) {
                 norm.describe(), p.head_dim);
   }
   BRISK_CHECK(p.norm_eps >= 0.0f, "rope_kv_append: norm_eps is {} but must be >= 0", p.norm_eps);
-  check_kv_caches(kOp, p.k_cache, p.v_cache, p.num_kv_heads, p.head_dim, device);
+  check_kv_caches(kOp, p.k_cache, p.v_cache, p.kv_quant, p.num_kv_heads, p.head_dim, device);
 }
 
 void check_op_params(const GemmParams& p, Device device) {
@@ -228,7 +255,7 @@ void check_op_params(const AttentionParams& p, Device device) {
   BRISK_CHECK(p.q.size(1) == width, "attention: q is {} but num_heads {} * head_dim {} = {}",
               p.q.describe(), p.num_heads, p.head_dim, width);
   check_same_shape(kOp, "out", p.out, "q", p.q);
-  check_kv_caches(kOp, p.k_cache, p.v_cache, p.num_kv_heads, p.head_dim, device);
+  check_kv_caches(kOp, p.k_cache, p.v_cache, p.kv_quant, p.num_kv_heads, p.head_dim, device);
   check_view(kOp, "block_tables", p.block_tables, 2, Layout::kContiguous, device);
   check_dtype(kOp, "block_tables", p.block_tables, DType::kI32);
   const int64_t num_seqs = p.block_tables.size(0);

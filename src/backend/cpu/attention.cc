@@ -1,5 +1,5 @@
 // Causal (optionally sliding-window) attention of each sequence's new tokens over its paged KV
-// cache, with grouped-query heads. Each (token, head) pair is computed independently with a
+// cache (dequantized as KvQuant says), with grouped-query heads. Each (token, head) pair is computed independently with a
 // two-pass softmax in fp32 (scores, max, exp, sum, weighted sum of v), so a row's result does not
 // depend on the batch it was in or on how its prompt was chunked.
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
+#include "backend/cpu/kv_quant.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -74,14 +75,25 @@ void attention(const AttentionParams& p) {
   const int32_t* context_lens = p.context_lens.data_as<const int32_t>();
   const int32_t* block_tables = p.block_tables.data_as<const int32_t>();
   LoadFn load_q = load_fn(p.q.dtype());
-  LoadFn load_k = load_fn(p.k_cache.dtype());
-  LoadFn load_v = load_fn(p.v_cache.dtype());
+  const KvQuant quant = p.kv_quant.kind;
+  LoadFn load_k = quant == KvQuant::kNone ? load_fn(p.k_cache.dtype()) : nullptr;
+  LoadFn load_v = quant == KvQuant::kNone ? load_fn(p.v_cache.dtype()) : nullptr;
   StoreFn store_out = store_fn(p.out.dtype());
 
-  // Element offset of position j's row for kv head g in the cache of sequence s.
-  auto cache_index = [&](int64_t s, int64_t g, int64_t j) {
+  // Position j's row for kv head g in the caches of sequence s, as fp32 (in `scratch` unless the
+  // cache holds fp32 values).
+  auto cache_row = [&](int64_t s, int64_t g, int64_t j) {
     const int64_t block = block_tables[s * blocks_per_seq + j / block_size];
-    return ((block * p.num_kv_heads + g) * block_size + j % block_size) * head_dim;
+    return (block * p.num_kv_heads + g) * block_size + j % block_size;
+  };
+  auto load_row = [&](bool value, int64_t row, float* scratch) -> const float* {
+    const TensorView& cache = value ? p.v_cache : p.k_cache;
+    if (quant != KvQuant::kNone) {
+      dequantize_kv_row(kv_row(cache, p.kv_quant, value, row, head_dim), head_dim, quant, scratch);
+      return scratch;
+    }
+    return row_as_f32(static_cast<const char*>(cache.data()) + dtype_bytes(cache.dtype(), row * head_dim),
+                      cache.dtype(), value ? load_v : load_k, scratch, head_dim);
   };
 
   parallel_for(num_tokens * num_heads, 1, [&](int64_t begin, int64_t end) {
@@ -100,10 +112,7 @@ void attention(const AttentionParams& p) {
       scores.resize(position - first + 1);
       float max_score = -INFINITY;
       for (int64_t j = first; j <= position; ++j) {
-        const float* k = row_as_f32(
-            static_cast<const char*>(p.k_cache.data()) +
-                dtype_bytes(p.k_cache.dtype(), cache_index(s, g, j)),
-            p.k_cache.dtype(), load_k, kv_scratch.data(), head_dim);
+        const float* k = load_row(false, cache_row(s, g, j), kv_scratch.data());
         scores[j - first] = dot_f32(q.data(), k, head_dim) * p.scale;
         max_score = std::max(max_score, scores[j - first]);
       }
@@ -115,10 +124,7 @@ void attention(const AttentionParams& p) {
 
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = first; j <= position; ++j) {
-        const float* v = row_as_f32(
-            static_cast<const char*>(p.v_cache.data()) +
-                dtype_bytes(p.v_cache.dtype(), cache_index(s, g, j)),
-            p.v_cache.dtype(), load_v, kv_scratch.data(), head_dim);
+        const float* v = load_row(true, cache_row(s, g, j), kv_scratch.data());
         const float weight = scores[j - first];
         for (int64_t d = 0; d < head_dim; ++d) acc[d] += weight * v[d];
       }

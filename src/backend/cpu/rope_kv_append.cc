@@ -1,10 +1,11 @@
 // Per token: optional per-head RMSNorm of q and k (Qwen3), rotate-half RoPE of q and k in place,
-// then k and v heads into the paged cache at the token's slot.
+// then k and v heads into the paged cache at the token's slot (quantized as KvQuant says).
 #include <vector>
 
 #include "backend/common/op_params.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/float_rows.h"
+#include "backend/cpu/kv_quant.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -62,8 +63,9 @@ void rope_kv_append(const RopeKvAppendParams& p) {
   const int32_t* slots = p.slot_mapping.data_as<const int32_t>();
   LoadFn load_qkv = load_fn(p.qkv.dtype());
   StoreFn store_qkv = store_fn(p.qkv.dtype());
-  StoreFn store_k = store_fn(p.k_cache.dtype());
-  StoreFn store_v = store_fn(p.v_cache.dtype());
+  const bool quantized = p.kv_quant.kind != KvQuant::kNone;
+  StoreFn store_k = quantized ? nullptr : store_fn(p.k_cache.dtype());
+  StoreFn store_v = quantized ? nullptr : store_fn(p.v_cache.dtype());
 
   parallel_for(num_tokens, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> row(width);  // [(num_heads + 2 * num_kv_heads) * head_dim]
@@ -83,10 +85,16 @@ void rope_kv_append(const RopeKvAppendParams& p) {
       const int64_t block = slots[t] / block_size;
       const int64_t offset = slots[t] % block_size;
       for (int64_t g = 0; g < p.num_kv_heads; ++g) {
-        // The cache gets the fp32 values, rounded once to its own dtype.
-        const int64_t cache_index = ((block * p.num_kv_heads + g) * block_size + offset) * head_dim;
+        const int64_t cache_row = (block * p.num_kv_heads + g) * block_size + offset;
+        const int64_t cache_index = cache_row * head_dim;
         const float* k = row.data() + (p.num_heads + g) * head_dim;
         const float* v = k + int64_t{p.num_kv_heads} * head_dim;
+        if (p.kv_quant.kind != KvQuant::kNone) {
+          quantize_kv_row(k, head_dim, p.kv_quant.kind, kv_row(p.k_cache, p.kv_quant, false, cache_row, head_dim));
+          quantize_kv_row(v, head_dim, p.kv_quant.kind, kv_row(p.v_cache, p.kv_quant, true, cache_row, head_dim));
+          continue;
+        }
+        // The cache gets the fp32 values, rounded once to its own dtype.
         store_k(k, static_cast<char*>(p.k_cache.data()) +
                        dtype_bytes(p.k_cache.dtype(), cache_index), head_dim);
         store_v(v, static_cast<char*>(p.v_cache.data()) +
