@@ -1,5 +1,7 @@
 #include "server/generation_response.h"
 
+#include "server/prompt_logprobs_json.h"
+
 namespace brisk::server {
 namespace {
 
@@ -10,21 +12,51 @@ ApiError engine_error(const Generation& g) {
   return ApiError(500, "internal_server_error", "", "", *g.error());
 }
 
+// The echoed prompt a completions choice starts with ("" without echo).
+const std::string& echo_text(const ResponseShape& shape, int64_t choice) {
+  static const std::string kNone;
+  return shape.echo.empty() ? kNone : shape.echo[choice / shape.num_samples];
+}
+
+// A completions chunk's text_offset counts the echoed prompt before the choice's text.
 std::string chunk_event(const ResponseShape& shape, const ChoiceDelta& d, bool first) {
-  nlohmann::json chunk = shape.chat ? chat_chunk(shape.meta, d.index, d.delta, first)
-                                    : completion_chunk(shape.meta, d.index, d.delta, d.text_offset);
+  nlohmann::json chunk =
+      shape.chat ? chat_chunk(shape.meta, d.index, d.delta, first)
+                 : completion_chunk(shape.meta, d.index, d.delta,
+                                    d.text_offset + static_cast<int64_t>(echo_text(shape, d.index).size()));
   return sse_event(dump_json(chunk));
 }
 
-// The chunk each choice starts with: the assistant role (chat) or the echoed prompt.
+// The chunk each chat choice starts with: the assistant role.
 std::string opening_events(const ResponseShape& shape, size_t num_choices) {
   std::string text;
-  for (size_t i = 0; i < num_choices; ++i) {
-    ChoiceDelta opening{static_cast<int64_t>(i), {}, 0};
-    if (!shape.echo.empty()) opening.delta.text = shape.echo[i / shape.num_samples];
-    if (shape.chat || !opening.delta.text.empty()) text += chunk_event(shape, opening, true);
-  }
+  for (size_t i = 0; shape.chat && i < num_choices; ++i)
+    text += chunk_event(shape, ChoiceDelta{static_cast<int64_t>(i), {}, 0}, true);
   return text;
+}
+
+// A completions choice's echoed prompt, sent just before its first delta: by then the prompt's
+// scores (with logprobs) have arrived, on the first event of its sample 0, which starts before
+// the prompt's other samples.
+std::string echo_event(const Generation& g, const ResponseShape& shape, int64_t choice) {
+  ChoiceOutput echo;
+  echo.text = echo_text(shape, choice);
+  if (shape.meta.logprobs) echo.prompt_tokens = g.prompt_logprobs(choice / shape.num_samples);
+  if (echo.text.empty() && echo.prompt_tokens.empty()) return {};
+  return sse_event(dump_json(completion_chunk(shape.meta, choice, echo, 0)));
+}
+
+// vLLM's "prompt_logprobs" fields (shape.meta.prompt_logprobs set): per choice in completions,
+// once for the response's single prompt in chat.
+void add_prompt_logprobs(const Generation& g, const ResponseShape& shape, nlohmann::json& body) {
+  const int32_t num_top = *shape.meta.prompt_logprobs;
+  if (shape.chat) {
+    body["prompt_logprobs"] = prompt_logprobs_json(g.prompt_logprobs(0), num_top, shape.meta.tokenizer);
+    return;
+  }
+  for (size_t i = 0; i < body["choices"].size(); ++i)
+    body["choices"][i]["prompt_logprobs"] =
+        prompt_logprobs_json(g.prompt_logprobs(i / shape.num_samples), num_top, shape.meta.tokenizer);
 }
 
 asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, const ResponseShape& shape) {
@@ -32,15 +64,19 @@ asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, const 
     if (!co_await g.next(exchange)) co_return;
   if (g.error()) co_return co_await exchange.respond_error(engine_error(g));
   std::vector<ChoiceOutput> choices = g.choices();
-  for (size_t i = 0; i < choices.size() && !shape.echo.empty(); ++i)
+  for (size_t i = 0; i < choices.size() && !shape.echo.empty(); ++i) {
     choices[i].text = shape.echo[i / shape.num_samples] + choices[i].text;
+    if (shape.meta.logprobs) choices[i].prompt_tokens = g.prompt_logprobs(i / shape.num_samples);
+  }
   nlohmann::json body = shape.chat ? chat_response(shape.meta, choices, g.usage())
                                    : completion_response(shape.meta, choices, g.usage());
+  if (shape.meta.prompt_logprobs) add_prompt_logprobs(g, shape, body);
   co_await exchange.respond_json(200, body);
 }
 
 asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, const ResponseShape& shape) {
   bool started = false;
+  std::vector<bool> echoed(shape.echo.empty() ? 0 : g.choices().size(), false);
   while (!g.done()) {
     std::optional<std::vector<ChoiceDelta>> deltas = co_await g.next(exchange);
     if (!deltas) co_return;
@@ -54,10 +90,15 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
     // A completions chunk goes out for every token, also one whose text is held back (an
     // incomplete UTF-8 character, or no tokenizer), as vLLM sends them: clients time and count
     // tokens by chunks. Chat deltas without content are skipped.
-    for (const ChoiceDelta& d : *deltas)
+    for (const ChoiceDelta& d : *deltas) {
+      if (!echoed.empty() && !echoed[d.index]) {
+        echoed[d.index] = true;
+        text += echo_event(g, shape, d.index);
+      }
       if (!d.delta.text.empty() || d.delta.finish_reason ||
           (!d.delta.tokens.empty() && (!shape.chat || shape.meta.logprobs)))
         text += chunk_event(shape, d, false);
+    }
     if (g.error()) {
       // Mid-stream the status is already sent: the error travels as an event, as vLLM sends it.
       text += sse_event(dump_json(engine_error(g).body()));
@@ -90,6 +131,7 @@ ResponseMeta response_meta(const ServerState& state, const GenerationOptions& op
   meta.tokenizer = state.tokenizer();
   meta.logprobs = options.logprobs;
   meta.top_logprobs = options.sampling.top_logprobs;
+  meta.prompt_logprobs = options.sampling.prompt_logprobs;
   meta.usage_in_chunks = options.stream && options.include_usage;
   return meta;
 }
