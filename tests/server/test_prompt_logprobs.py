@@ -94,8 +94,8 @@ def test_echo_logprobs_with_generation(client):
     assert lp.tokens[num_prompt:] == generated.tokens
     assert lp.token_logprobs[num_prompt:] == pytest.approx(generated.token_logprobs, abs=1e-5)
     assert lp.text_offset[0] == 0
-    for i in range(1, len(lp.tokens)):
-        assert lp.text_offset[i] == lp.text_offset[i - 1] + len(lp.tokens[i - 1])
+    for i in range(1, len(lp.tokens)):  # continuous over prompt and completion (brisk counts UTF-8 bytes)
+        assert lp.text_offset[i] == lp.text_offset[i - 1] + len(lp.tokens[i - 1].encode())
     for token, logprob, top in zip(lp.tokens[1:], lp.token_logprobs[1:], lp.top_logprobs[1:]):
         assert top[token] == logprob and 2 <= len(top) <= 3
 
@@ -116,7 +116,7 @@ def test_echo_logprobs_streaming(client):
         assert tokens == whole.tokens
         assert logprobs[0] is None and logprobs[1:] == pytest.approx(whole.token_logprobs[1:], abs=1e-5)
         generated = [c for c in mine[1:] if c.logprobs and c.logprobs.tokens]
-        assert generated[0].logprobs.text_offset[0] == len(prompt)  # offsets continue after the echo
+        assert generated[0].logprobs.text_offset[0] == len(prompt.encode())  # offsets continue after the echo
         assert sum(1 for c in mine if c.finish_reason == "length") == 1
 
 
