@@ -105,7 +105,8 @@ LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
     feed(batch);
     eager_logits = Tensor(backend.allocator(), DType::kF32, {num_sampling, model_.config().vocab_size});
     Tensor hidden;
-    if (scores) hidden = Tensor(backend.allocator(), model_.activation_dtype(), {inputs.num_hidden(), model_.config().hidden_size});
+    if (scores)
+      hidden = Tensor(backend.allocator(), model_.activation_dtype(), {inputs.num_hidden(), model_.config().hidden_size});
     model_.forward(batch, cache_, eager_logits, hidden);
     logits = eager_logits;
     if (scores) {

@@ -80,7 +80,9 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorVie
   lm_head(last, logits);
 }
 
-void LlamaModel::lm_head(TensorView hidden, TensorView logits) { backend_.gemm({hidden, weights_.lm_head, {}, logits}); }
+void LlamaModel::lm_head(TensorView hidden, TensorView logits) {
+  backend_.gemm({hidden, weights_.lm_head, {}, logits});
+}
 
 void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,
                                  TensorView out) {

@@ -42,7 +42,9 @@ class Generation {
   const std::vector<ChoiceOutput>& choices() const { return choices_; }
   // The scored prompt (SamplingParams::prompt_logprobs) of one prompt, once its sample 0's first
   // event has arrived; empty before, or when not asked for.
-  const std::vector<PromptLogprob>& prompt_logprobs(size_t prompt_index) const { return prompt_logprobs_[prompt_index]; }
+  const std::vector<PromptLogprob>& prompt_logprobs(size_t prompt_index) const {
+    return prompt_logprobs_[prompt_index];
+  }
   Usage usage() const { return usage_; }
   // The first engine error, if any; `rejected`: the engine refused the request at admission
   // (a client error) rather than failing while running it.

@@ -329,7 +329,8 @@ TEST(CpuTokenLogprobs, LogSoftmaxAtTheTokenAndItsRank) {
   Tensor tokens = make_i32({2}, {3, 0});
   Tensor logprobs(cpu_allocator(), DType::kF32, {2});
   Tensor ranks(cpu_allocator(), DType::kI32, {2});
-  make_cpu_backend()->token_logprobs({.logits = logits, .tokens = tokens, .out_logprobs = logprobs, .out_ranks = ranks});
+  make_cpu_backend()->token_logprobs(
+      {.logits = logits, .tokens = tokens, .out_logprobs = logprobs, .out_ranks = ranks});
   EXPECT_EQ(to_doubles(ranks), (std::vector<double>{3, 1}));
   const std::vector<double> got = to_doubles(logprobs);
   for (int s = 0; s < 2; ++s) {

@@ -155,6 +155,33 @@ TEST(PromptLogprobs, PrefixCacheIsBypassedForScoringAndStillFilled) {
   EXPECT_GT(testing::run_request(*engine, plain).num_cached_prompt_tokens, 0);
 }
 
+// Two scoring requests that cannot both fit in the cache: one is preempted (by recompute) while
+// scoring or generating, and each still gets every position scored once, as when run alone.
+TEST(PromptLogprobs, PreemptionScoresEveryPositionOnce) {
+  std::mt19937 rng(9);
+  std::vector<std::vector<int32_t>> prompts(2, std::vector<int32_t>(100));
+  for (auto& prompt : prompts)
+    for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % 512);
+  auto alone = Engine::create(options_with(2048, true));
+  std::vector<testing::RequestResult> expected;
+  for (const auto& prompt : prompts) expected.push_back(testing::run_request(*alone, scoring(prompt, 20, 1)));
+
+  EngineOptions tight = options_with(37, true);
+  tight.num_kv_blocks = 40;  // 160 tokens; each request needs 120
+  auto engine = Engine::create(tight);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& prompt : prompts) streams.push_back(engine->submit(scoring(prompt, 20, 1)));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto result = testing::collect(*streams[i]);
+    ASSERT_EQ(result.finish_reason, FinishReason::kLength) << result.error;
+    EXPECT_EQ(result.tokens, expected[i].tokens) << i;
+    EXPECT_EQ(result.prompt_logprobs_event, 0) << i;
+    expect_same_scores(result.prompt_logprobs, expected[i].prompt_logprobs, "preempted " + std::to_string(i));
+  }
+  EXPECT_GT(engine->stats().num_preemptions, 0);
+  EXPECT_EQ(engine->stats().num_blocks_in_use, 0);
+}
+
 TEST(PromptLogprobs, OnlySampleZeroCarriesThem) {
   const std::vector<int32_t> prompt = {5, 9, 200, 31, 7, 7, 450};
   auto engine = Engine::create(options_with(2048, true));

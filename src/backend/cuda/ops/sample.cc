@@ -1,4 +1,5 @@
-// sample: penalties, greedy / temperature, top-k, top-p, min-p and the seeded draw on the device; top_logprobs: the k most likely tokens of raw logits; token_logprobs: a given token's logprob and rank
+// sample: penalties, greedy / temperature, top-k, top-p, min-p and the seeded draw on the device; top_logprobs: the k most likely tokens of raw logits;
+// token_logprobs: a given token's logprob and rank
 // (kernels/sample.cu). rows must point to device memory; their values are not checked here
 // (that would need a copy to the host), so callers validate SamplingRow on the host, as the
 // engine does for every request.
