@@ -209,16 +209,20 @@ void ModelRunner::score_prompt(TensorView hidden, std::vector<int32_t>& targets,
       backend.top_logprobs({.logits = logits, .out_tokens = top_tokens.view().slice(0, begin, end),
                             .out_logprobs = top_logprobs.view().slice(0, begin, end)});
   }
-  Allocator& host = backend.host_allocator();
-  step.prompt_logprobs = Tensor(host, DType::kF32, {num_rows});
-  step.prompt_ranks = Tensor(host, DType::kI32, {num_rows});
-  backend.copy_async(step.prompt_logprobs, logprobs);
-  backend.copy_async(step.prompt_ranks, ranks);
+  // The slot's previous step has been collected (launch allows two uncollected steps), so its
+  // buffers may be replaced.
+  HostSlot& slot = slots_[step.slot];
+  auto copy_back = [&](Tensor& host, const Tensor& device) {
+    const int64_t n = device.shape().num_elements();
+    const int64_t capacity = host.empty() ? 0 : host.shape().num_elements();
+    if (capacity < n) host = Tensor(backend.host_allocator(), device.dtype(), {std::max(n, 2 * capacity)});
+    backend.copy_async(host.view().slice(0, 0, n).reshape(device.shape()), device);
+  };
+  copy_back(slot.scored_logprobs, logprobs);
+  copy_back(slot.scored_ranks, ranks);
   if (k > 0) {
-    step.prompt_top_tokens = Tensor(host, DType::kI32, {num_rows, k});
-    step.prompt_top_logprobs = Tensor(host, DType::kF32, {num_rows, k});
-    backend.copy_async(step.prompt_top_tokens, top_tokens);
-    backend.copy_async(step.prompt_top_logprobs, top_logprobs);
+    copy_back(slot.scored_top_tokens, top_tokens);
+    copy_back(slot.scored_top_logprobs, top_logprobs);
   }
 }
 
@@ -227,20 +231,20 @@ std::vector<SampledToken> ModelRunner::collect(const LaunchedStep& step) {
               "model runner: steps must be collected once each, in launch order");
   step.done->wait();
   ++num_collected_;
+  const HostSlot& slot = slots_[step.slot];
   int64_t scored = 0;  // rows of the step's prompt scoring read so far
   for (const PromptRows& rows : step.prompt_rows) {
     Request* r = rows.request;
     const int64_t pk = step.prompt_top_k;
     for (int64_t i = 0; i < rows.num_rows; ++i, ++scored) {
-      PromptLogprob p{r->prompt[rows.first_row + i + 1], step.prompt_logprobs.data_as<float>()[scored],
-                      step.prompt_ranks.data_as<int32_t>()[scored], {}};
+      PromptLogprob p{r->prompt[rows.first_row + i + 1], slot.scored_logprobs.data_as<float>()[scored],
+                      slot.scored_ranks.data_as<int32_t>()[scored], {}};
       for (int64_t j = 0; j < *r->params.prompt_logprobs; ++j)
-        p.top_logprobs.push_back({step.prompt_top_tokens.data_as<int32_t>()[scored * pk + j],
-                                  step.prompt_top_logprobs.data_as<float>()[scored * pk + j]});
+        p.top_logprobs.push_back({slot.scored_top_tokens.data_as<int32_t>()[scored * pk + j],
+                                  slot.scored_top_logprobs.data_as<float>()[scored * pk + j]});
       r->prompt_logprobs.push_back(std::move(p));
     }
   }
-  const HostSlot& slot = slots_[step.slot];
   const int64_t k = step.top_k;
   std::vector<SampledToken> out;
   out.reserve(step.sampling.size());

@@ -35,12 +35,9 @@ struct LaunchedStep {
   std::vector<Request*> sampling;  // the requests that sample, in the order of their rows
   int slot = 0;                    // host buffers its results are copied into
   int64_t top_k = 0;               // top logprobs per row (the most any row asked for)
-  // Prompt scoring, in the order of its rows; the results land in host memory of this step's own
-  // (only steps that score allocate it).
+  // Prompt scoring, in the order of its rows (results in the slot's host buffers).
   std::vector<PromptRows> prompt_rows;
   int64_t prompt_top_k = 0;        // alternatives per scored row (the most any request asked for)
-  Tensor prompt_logprobs, prompt_ranks;          // [num_rows] f32, i32
-  Tensor prompt_top_tokens, prompt_top_logprobs; // [num_rows, prompt_top_k] i32, f32
   std::unique_ptr<Fence> start;    // before its first op; null unless timed
   std::unique_ptr<Fence> done;     // after its last copy
 };
@@ -73,15 +70,18 @@ class ModelRunner {
     std::vector<int32_t> prompt_targets;  // the token each scored row predicts
   };
   StepInputs gather(const BatchPlan& plan) const;
-  // Host memory one step's sampled ids, logprobs and top logprobs are copied into.
+  // Host memory one step's sampled ids, logprobs and top logprobs are copied into, and its scored
+  // prompt rows' logprobs, ranks and top alternatives (grown on demand: pinned allocations are
+  // slow, and freeing one waits for the device).
   struct HostSlot {
     Tensor tokens, logprobs, top_tokens, top_logprobs;
+    Tensor scored_logprobs, scored_ranks, scored_top_tokens, scored_top_logprobs;
   };
   TensorView forward(const std::vector<SequenceChunk>& chunks, const std::vector<int32_t>& feed_dst,
                      const std::vector<int32_t>& feed_src, int64_t num_sampling);
   void sample(TensorView logits, const std::vector<Request*>& sampling, const LaunchedStep& step);
   // Scores prompt rows from their final hidden states ([num_rows, hidden_size]): lm_head, log-softmax
-  // at the target, rank and top alternatives, in slices of bounded rows, copied to step's host memory.
+  // at the target, rank and top alternatives, in slices of bounded rows, copied to the slot's host buffers.
   void score_prompt(TensorView hidden, std::vector<int32_t>& targets, LaunchedStep& step);
 
   LlamaModel& model_;
