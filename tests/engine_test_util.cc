@@ -15,6 +15,11 @@ std::vector<RequestResult> collect_samples(RequestStream& stream, int32_t num_sa
     if (event->index < 0 || event->index >= num_samples || finished[event->index])
       throw std::runtime_error("event for sample " + std::to_string(event->index) + " out of range or after its end");
     RequestResult& result = results[event->index];
+    if (!event->prompt_logprobs.empty()) {
+      if (result.prompt_logprobs_event >= 0) throw std::runtime_error("prompt_logprobs delivered twice");
+      result.prompt_logprobs_event = static_cast<int32_t>(result.tokens.size());
+      result.prompt_logprobs = std::move(event->prompt_logprobs);
+    }
     result.text += event->text;
     if (event->kind == RequestEvent::Kind::kToken) {
       result.tokens.push_back(event->token);

@@ -18,6 +18,10 @@ struct RequestResult {
   FinishReason finish_reason = FinishReason::kError;
   std::string error;
   int64_t num_cached_prompt_tokens = 0;
+  std::vector<PromptLogprob> prompt_logprobs;
+  // Which of the sample's events (0: its first) carried non-empty prompt_logprobs; -1: none. The
+  // drain fails if more than one does.
+  int32_t prompt_logprobs_event = -1;
 };
 // Drains a stream (fails the test with an exception if it stalls for a minute).
 RequestResult collect(RequestStream& stream);

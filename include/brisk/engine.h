@@ -58,7 +58,7 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   std::optional<uint64_t> seed;  // none: a random seed
-  int64_t max_tokens = 16;
+  int64_t max_tokens = 16;       // 0 only with prompt_logprobs: score the prompt, generate nothing
   int64_t min_tokens = 0;        // eos and stop tokens are ignored before this many tokens
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;
@@ -70,6 +70,10 @@ struct SamplingParams {
   bool skip_special_tokens = true;  // for the text of events
   // Most likely alternatives reported with each token (0 to kMaxTopLogprobs).
   int32_t top_logprobs = 0;
+  // Set: score the prompt (RequestEvent::prompt_logprobs) with this many most likely alternatives
+  // per position (0 to kMaxTopLogprobs). The whole prompt is then computed: positions served by
+  // the prefix cache would have no logits.
+  std::optional<int32_t> prompt_logprobs;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
@@ -87,6 +91,14 @@ struct TokenLogprob {
   float logprob = 0.0f;
 };
 
+// One prompt token under the raw logits of the tokens before it (SamplingParams::prompt_logprobs).
+struct PromptLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+  int32_t rank = 0;  // 1 + the number of tokens with a larger logit; 0: no logprob (the first token)
+  std::vector<TokenLogprob> top_logprobs;  // sampling.prompt_logprobs best, most likely first
+};
+
 // One event of a request's stream: a generated token, or the terminal event of one sample.
 struct RequestEvent {
   enum class Kind { kToken, kFinished };
@@ -97,6 +109,10 @@ struct RequestEvent {
   std::vector<TokenLogprob> top_logprobs;  // sampling.top_logprobs best, most likely first
   std::string text;                     // newly final text (when the model folder has a tokenizer);
                                         // on kFinished: text held back until the end
+  // With sampling.prompt_logprobs, on sample 0's first event (its first token, or its kFinished
+  // when it ends without one, as with max_tokens 0; not when it fails or is cancelled before the
+  // prompt is scored): one entry per prompt token, entry 0 with rank 0 (nothing precedes it).
+  std::vector<PromptLogprob> prompt_logprobs;
   FinishReason finish_reason = FinishReason::kStop;
   std::string stop_string;              // on kFinished(kStop): the stop string that ended it, if one did
   std::string error;                    // for kError: what is wrong

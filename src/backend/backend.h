@@ -207,6 +207,16 @@ struct TopLogprobsParams {
   TensorView out_logprobs{};  // [num_seqs, k] f32
 };
 
+// The log-probability of a given token in each row, log_softmax(logits)[s, tokens[s]], and its
+// rank: 1 + the number of tokens with a strictly larger logit (vLLM's rank: equal logits share
+// one). Scores prompt tokens (prompt logprobs).
+struct TokenLogprobsParams {
+  TensorView logits{};        // [num_seqs, vocab] f32 (rows may be strided); read only
+  TensorView tokens{};        // [num_seqs] i32, each in [0, vocab)
+  TensorView out_logprobs{};  // [num_seqs] f32
+  TensorView out_ranks{};     // [num_seqs] i32
+};
+
 // Feeds tokens sampled by one step into the inputs of the next without a trip through the host:
 // ids[dst[j]] = sampled[src[j]] for every pair j with dst[j] >= 0.
 struct FeedTokensParams {
@@ -283,6 +293,7 @@ class Backend {
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void sample(const SampleParams& p) = 0;
   virtual void top_logprobs(const TopLogprobsParams& p) = 0;
+  virtual void token_logprobs(const TokenLogprobsParams& p) = 0;
   virtual void feed_tokens(const FeedTokensParams& p) = 0;
 
   // Runs `ops` once (which also warms up their plans and temporaries), then records them into a

@@ -74,6 +74,9 @@ void OpTimingBackend::sample(const SampleParams& p) { timed("sample", [&] { inne
 void OpTimingBackend::top_logprobs(const TopLogprobsParams& p) {
   timed("top_logprobs", [&] { inner_->top_logprobs(p); });
 }
+void OpTimingBackend::token_logprobs(const TokenLogprobsParams& p) {
+  timed("token_logprobs", [&] { inner_->token_logprobs(p); });
+}
 void OpTimingBackend::feed_tokens(const FeedTokensParams& p) { timed("feed_tokens", [&] { inner_->feed_tokens(p); }); }
 
 }  // namespace brisk

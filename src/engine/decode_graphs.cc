@@ -69,7 +69,7 @@ ForwardBatch DecodeGraphs::batch_for(Key key) const {
 bool DecodeGraphs::covers(const std::vector<SequenceChunk>& chunks) const {
   if (chunks.empty() || static_cast<int64_t>(chunks.size()) > max_seqs_) return false;
   return std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
-    return c.tokens.size() == 1 && c.want_last_logits && !c.want_all_logits;
+    return c.tokens.size() == 1 && c.want_last_logits && !c.want_all_logits && c.hidden_begin == c.hidden_end;
   });
 }
 

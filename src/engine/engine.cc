@@ -120,6 +120,8 @@ class EngineImpl final : public Engine {
   // Validation at admission; an empty string means the request is fine.
   std::string check_request(const Request& r) const;
   void append_token(Request& r, SampledToken sampled);
+  // Moves r's scored prompt onto `event` once it is complete (sample 0's first event).
+  void take_prompt_logprobs(Request& r, RequestEvent& event);
   // Samples 1..n-1 of r's request start once r (sample 0) has computed the prompt.
   void start_waiting_samples(Request& r);
   void finish(Request& r, FinishReason reason, std::string error = {});
@@ -325,7 +327,11 @@ std::string EngineImpl::check_request(const Request& r) const {
   for (size_t i = 0; i < r.prompt.size(); ++i)
     if (r.prompt[i] < 0 || r.prompt[i] >= vocab)
       return fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", r.prompt[i], i, vocab);
-  if (s.max_tokens < 1) return fmt::format("max_tokens must be at least 1, got {}", s.max_tokens);
+  if (s.prompt_logprobs && (*s.prompt_logprobs < 0 || *s.prompt_logprobs > std::min<int64_t>(kMaxTopLogprobs, vocab)))
+    return fmt::format("prompt_logprobs must be in [0, {}], got {}", std::min<int64_t>(kMaxTopLogprobs, vocab),
+                       *s.prompt_logprobs);
+  if (s.max_tokens < 1 && !(s.max_tokens == 0 && s.prompt_logprobs))
+    return fmt::format("max_tokens must be at least 1 (0 only with prompt_logprobs), got {}", s.max_tokens);
   if (s.min_tokens < 0 || s.min_tokens > s.max_tokens)
     return fmt::format("min_tokens must be in [0, max_tokens = {}], got {}", s.max_tokens, s.min_tokens);
   const int64_t total = static_cast<int64_t>(r.prompt.size()) + s.max_tokens;
@@ -388,6 +394,10 @@ void EngineImpl::admit_new_requests() {
         q.text = std::make_unique<StopStringMatcher>(*tokenizer_, s.skip_special_tokens, s.stop, s.include_stop_str_in_output);
     };
     prepare(*r, 0);
+    if (s.prompt_logprobs) {  // entry 0 has nothing before it; collect_step appends the others
+      r->prompt_logprobs.reserve(r->prompt.size());
+      r->prompt_logprobs.push_back({r->prompt[0], 0.0f, 0, {}});
+    }
     for (int32_t i = 1; i < s.n; ++i) {
       auto sample = std::make_unique<Request>(r->id, GenerationRequest{r->prompt, s}, *pool_, r->stream);
       prepare(*sample, i);
@@ -474,6 +484,10 @@ void EngineImpl::collect_step(InFlightStep& f) {
     Request& r = *s.request;
     r.num_pending--;
     if (r.finished) continue;  // it stopped at an earlier token, or was cancelled: the token is dropped
+    if (r.params.max_tokens == 0) {  // it only scored its prompt: the token is dropped
+      finish(r, FinishReason::kLength);
+      continue;
+    }
     append_token(r, std::move(s));
     ++num_appended;
     if (!r.finished) r.blocks.commit_computed(r.tokens, 0);  // a block whose last token just arrived
@@ -518,10 +532,17 @@ void EngineImpl::append_token(Request& r, SampledToken sampled) {
   event.logprob = sampled.logprob;
   event.top_logprobs = std::move(sampled.top_logprobs);
   event.text = std::move(text.text);
+  take_prompt_logprobs(r, event);
   r.stream->push(std::move(event));
   if (r.num_generated == 1) start_waiting_samples(r);
   if (text.stopped || stop_token) return finish(r, FinishReason::kStop);
   if (static_cast<int64_t>(r.tokens.size()) >= r.token_limit) finish(r, FinishReason::kLength);
+}
+
+void EngineImpl::take_prompt_logprobs(Request& r, RequestEvent& event) {
+  if (r.prompt_logprobs.size() != r.prompt.size()) return;  // not asked for, not complete, or delivered
+  event.prompt_logprobs = std::move(r.prompt_logprobs);
+  r.prompt_logprobs.clear();
 }
 
 void EngineImpl::start_waiting_samples(Request& r) {
@@ -541,15 +562,17 @@ void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {
   if (r.row.has_penalties()) num_penalized_ -= 1 + static_cast<int64_t>(r.waiting_samples.size());
   refresh_stats();  // a client that saw the terminal event sees the blocks freed
   const auto num_prompt_tokens = static_cast<int64_t>(r.prompt.size());
-  // Samples that never started end the way their request did before any token.
-  for (auto& sample : r.waiting_samples)
-    r.stream->push(finished_event(reason, error, num_prompt_tokens, 0, sample->index));
-  RequestEvent event = finished_event(reason, std::move(error), num_prompt_tokens, r.num_cached_prompt_tokens, r.index);
+  RequestEvent event = finished_event(reason, error, num_prompt_tokens, r.num_cached_prompt_tokens, r.index);
   if (r.text) {
     event.text = r.text->finish();
     event.stop_string = r.text->matched();
   }
+  take_prompt_logprobs(r, event);
   r.stream->push(std::move(event));
+  // Samples that never started end the way their request did before any token (after sample 0,
+  // whose event may carry the scored prompt they share).
+  for (auto& sample : r.waiting_samples)
+    r.stream->push(finished_event(reason, error, num_prompt_tokens, 0, sample->index));
   auto [begin, end] = requests_.equal_range(r.id);
   for (auto it = begin; it != end; ++it) {
     if (it->second.get() == &r) {

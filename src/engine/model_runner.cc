@@ -5,6 +5,13 @@
 #include "core/error.h"
 
 namespace brisk {
+namespace {
+
+// Prompt rows run through the lm_head at once: bounds the logits of a long prompt chunk (256 rows
+// of a 128k vocabulary: 128 MiB of f32) while keeping the GEMM wide enough to be efficient.
+constexpr int64_t kPromptRowsPerSlice = 256;
+
+}  // namespace
 
 ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs,
                          int64_t max_num_seqs, KvQuant kv_quant)
@@ -46,6 +53,16 @@ ModelRunner::StepInputs ModelRunner::gather(const BatchPlan& plan) const {
       in.feed_dst.push_back(num_step_tokens + static_cast<int32_t>(i - start));
       in.feed_src.push_back(r->pending_row);
     }
+    if (r->scores_prompt()) {  // row prompt.size() - 1 samples instead of scoring
+      const int64_t begin = std::max(start, r->num_prompt_rows_launched);
+      const int64_t end = std::min(start + c.num_new_tokens, static_cast<int64_t>(r->prompt.size()) - 1);
+      if (begin < end) {
+        chunk.hidden_begin = static_cast<int32_t>(begin - start);
+        chunk.hidden_end = static_cast<int32_t>(end - start);
+        in.prompt_rows.push_back({r, begin, end - begin});
+        in.prompt_targets.insert(in.prompt_targets.end(), r->prompt.begin() + begin + 1, r->prompt.begin() + end + 1);
+      }
+    }
     chunk.num_cached = static_cast<int32_t>(start);
     chunk.block_table = r->blocks.block_table();
     chunk.want_last_logits = c.samples;
@@ -77,7 +94,9 @@ LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
   };
   Tensor eager_logits;  // lives until the sampler has been queued
   TensorView logits;
-  if (graphs_ && graphs_->covers(in.chunks)) {
+  // A step that scores prompt rows runs eagerly (graphs only cover decodes, which never score).
+  const bool scores = !in.prompt_rows.empty();
+  if (graphs_ && !scores && graphs_->covers(in.chunks)) {
     feed(graphs_->prepare(in.chunks));
     logits = graphs_->replay(static_cast<int64_t>(in.chunks.size()));
   } else {
@@ -85,8 +104,19 @@ LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
     const ForwardBatch batch = inputs.upload(backend);
     feed(batch);
     eager_logits = Tensor(backend.allocator(), DType::kF32, {num_sampling, model_.config().vocab_size});
-    model_.forward(batch, cache_, eager_logits);
+    Tensor hidden;
+    if (scores)
+      hidden = Tensor(backend.allocator(), model_.activation_dtype(), {inputs.num_hidden(), model_.config().hidden_size});
+    model_.forward(batch, cache_, eager_logits, hidden);
     logits = eager_logits;
+    if (scores) {
+      step.prompt_rows = std::move(in.prompt_rows);
+      for (const PromptRows& rows : step.prompt_rows)
+        step.prompt_top_k = std::max<int64_t>(step.prompt_top_k, *rows.request->params.prompt_logprobs);
+      score_prompt(hidden, in.prompt_targets, step);
+      for (const PromptRows& rows : step.prompt_rows)
+        rows.request->num_prompt_rows_launched = rows.first_row + rows.num_rows;
+    }
   }
   for (Request* r : step.sampling) step.top_k = std::max<int64_t>(step.top_k, r->params.top_logprobs);
   if (num_sampling > 0) sample(logits, step.sampling, step);
@@ -153,12 +183,68 @@ void ModelRunner::sample(TensorView logits, const std::vector<Request*>& samplin
   backend.copy_async(slot.logprobs.view().slice(0, 0, num_seqs), logprobs);
 }
 
+void ModelRunner::score_prompt(TensorView hidden, std::vector<int32_t>& targets, LaunchedStep& step) {
+  Backend& backend = model_.backend();
+  const int64_t num_rows = hidden.size(0);
+  const int64_t vocab = model_.config().vocab_size;
+  const int64_t k = step.prompt_top_k;
+  BRISK_ASSERT(static_cast<int64_t>(targets.size()) == num_rows);
+  std::vector<Tensor> keep;
+  TensorView targets_d = to_backend(backend, TensorView(targets.data(), DType::kI32, {num_rows}), keep);
+  Tensor logprobs(backend.allocator(), DType::kF32, {num_rows});
+  Tensor ranks(backend.allocator(), DType::kI32, {num_rows});
+  Tensor top_tokens, top_logprobs;
+  if (k > 0) {
+    top_tokens = Tensor(backend.allocator(), DType::kI32, {num_rows, k});
+    top_logprobs = Tensor(backend.allocator(), DType::kF32, {num_rows, k});
+  }
+  for (int64_t begin = 0; begin < num_rows; begin += kPromptRowsPerSlice) {
+    const int64_t end = std::min(num_rows, begin + kPromptRowsPerSlice);
+    Tensor logits(backend.allocator(), DType::kF32, {end - begin, vocab});
+    model_.lm_head(hidden.slice(0, begin, end), logits);
+    backend.token_logprobs({.logits = logits, .tokens = targets_d.slice(0, begin, end),
+                            .out_logprobs = logprobs.view().slice(0, begin, end),
+                            .out_ranks = ranks.view().slice(0, begin, end)});
+    if (k > 0)
+      backend.top_logprobs({.logits = logits, .out_tokens = top_tokens.view().slice(0, begin, end),
+                            .out_logprobs = top_logprobs.view().slice(0, begin, end)});
+  }
+  // The slot's previous step has been collected (launch allows two uncollected steps), so its
+  // buffers may be replaced.
+  HostSlot& slot = slots_[step.slot];
+  auto copy_back = [&](Tensor& host, const Tensor& device) {
+    const int64_t n = device.shape().num_elements();
+    const int64_t capacity = host.empty() ? 0 : host.shape().num_elements();
+    if (capacity < n) host = Tensor(backend.host_allocator(), device.dtype(), {std::max(n, 2 * capacity)});
+    backend.copy_async(host.view().slice(0, 0, n).reshape(device.shape()), device);
+  };
+  copy_back(slot.scored_logprobs, logprobs);
+  copy_back(slot.scored_ranks, ranks);
+  if (k > 0) {
+    copy_back(slot.scored_top_tokens, top_tokens);
+    copy_back(slot.scored_top_logprobs, top_logprobs);
+  }
+}
+
 std::vector<SampledToken> ModelRunner::collect(const LaunchedStep& step) {
   BRISK_CHECK(num_collected_ < num_launched_ && step.slot == num_collected_ % 2,
               "model runner: steps must be collected once each, in launch order");
   step.done->wait();
   ++num_collected_;
   const HostSlot& slot = slots_[step.slot];
+  int64_t scored = 0;  // rows of the step's prompt scoring read so far
+  for (const PromptRows& rows : step.prompt_rows) {
+    Request* r = rows.request;
+    const int64_t pk = step.prompt_top_k;
+    for (int64_t i = 0; i < rows.num_rows; ++i, ++scored) {
+      PromptLogprob p{r->prompt[rows.first_row + i + 1], slot.scored_logprobs.data_as<float>()[scored],
+                      slot.scored_ranks.data_as<int32_t>()[scored], {}};
+      for (int64_t j = 0; j < *r->params.prompt_logprobs; ++j)
+        p.top_logprobs.push_back({slot.scored_top_tokens.data_as<int32_t>()[scored * pk + j],
+                                  slot.scored_top_logprobs.data_as<float>()[scored * pk + j]});
+      r->prompt_logprobs.push_back(std::move(p));
+    }
+  }
   const int64_t k = step.top_k;
   std::vector<SampledToken> out;
   out.reserve(step.sampling.size());

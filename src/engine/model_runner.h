@@ -22,11 +22,22 @@ struct SampledToken {
   std::vector<TokenLogprob> top_logprobs;  // request->params.top_logprobs of them
 };
 
+// Prompt rows [first_row, first_row + num_rows) of one request that a step scores: row j's
+// logits give the log-probability of prompt token j + 1 (Request::num_prompt_rows_launched).
+struct PromptRows {
+  Request* request;
+  int64_t first_row;
+  int64_t num_rows;
+};
+
 // A step queued on the backend whose sampled tokens have not been collected.
 struct LaunchedStep {
   std::vector<Request*> sampling;  // the requests that sample, in the order of their rows
   int slot = 0;                    // host buffers its results are copied into
   int64_t top_k = 0;               // top logprobs per row (the most any row asked for)
+  // Prompt scoring, in the order of its rows (results in the slot's host buffers).
+  std::vector<PromptRows> prompt_rows;
+  int64_t prompt_top_k = 0;        // alternatives per scored row (the most any request asked for)
   std::unique_ptr<Fence> start;    // before its first op; null unless timed
   std::unique_ptr<Fence> done;     // after its last copy
 };
@@ -45,7 +56,8 @@ class ModelRunner {
   // penalty must have none pending. At most two launched steps may be uncollected; `timed` adds
   // a start fence.
   LaunchedStep launch(const BatchPlan& plan, bool timed);
-  // Waits for the oldest uncollected step; one token per sampling request, in row order.
+  // Waits for the oldest uncollected step; one token per sampling request, in row order. Prompt
+  // rows the step scored are appended to their requests' prompt_logprobs first.
   std::vector<SampledToken> collect(const LaunchedStep& step);
 
  private:
@@ -55,15 +67,23 @@ class ModelRunner {
     std::vector<Request*> sampling;  // the chunks' requests that sample, in row order
     std::vector<int32_t> feed_dst;   // index of a pending token among the step's tokens
     std::vector<int32_t> feed_src;   // its row in the previous step's sampled ids
+    std::vector<PromptRows> prompt_rows;  // requests scoring their prompt, in hidden-row order
+    std::vector<int32_t> prompt_targets;  // the token each scored row predicts
   };
   StepInputs gather(const BatchPlan& plan) const;
-  // Host memory one step's sampled ids, logprobs and top logprobs are copied into.
+  // Host memory one step's sampled ids, logprobs and top logprobs are copied into, and its scored
+  // prompt rows' logprobs, ranks and top alternatives (grown on demand: pinned allocations are
+  // slow, and freeing one waits for the device).
   struct HostSlot {
     Tensor tokens, logprobs, top_tokens, top_logprobs;
+    Tensor scored_logprobs, scored_ranks, scored_top_tokens, scored_top_logprobs;
   };
   TensorView forward(const std::vector<SequenceChunk>& chunks, const std::vector<int32_t>& feed_dst,
                      const std::vector<int32_t>& feed_src, int64_t num_sampling);
   void sample(TensorView logits, const std::vector<Request*>& sampling, const LaunchedStep& step);
+  // Scores prompt rows from their final hidden states ([num_rows, hidden_size]): lm_head, log-softmax
+  // at the target, rank and top alternatives, in slices of bounded rows, copied to the slot's host buffers.
+  void score_prompt(TensorView hidden, std::vector<int32_t>& targets, LaunchedStep& step);
 
   LlamaModel& model_;
   KvCache cache_;

@@ -54,6 +54,11 @@ struct Request {
   bool finished = false;           // ended; a step still in flight may hold a token for it
   int64_t num_cached_prompt_tokens = 0;
   bool prefix_matched = false;     // the prefix cache was consulted since (re)admission
+  // Prompt scoring (sample 0 with params.prompt_logprobs): row j of the prompt scores token j + 1.
+  // Rows [0, num_prompt_rows_launched) are in launched steps; their results are appended to
+  // prompt_logprobs (entry 0 made at admission) as the steps are collected.
+  int64_t num_prompt_rows_launched = 0;
+  std::vector<PromptLogprob> prompt_logprobs;
   SequenceBlocks blocks;
   std::unique_ptr<StopStringMatcher> text;  // when the model has a tokenizer
   std::shared_ptr<EventQueue> stream;
@@ -61,6 +66,10 @@ struct Request {
   // KV blocks through the prefix cache instead of computing the prompt n times.
   std::vector<std::unique_ptr<Request>> waiting_samples;
 
+  // Rows of the prompt still to score (see num_prompt_rows_launched).
+  bool scores_prompt() const {
+    return index == 0 && params.prompt_logprobs && num_prompt_rows_launched < static_cast<int64_t>(prompt.size()) - 1;
+  }
   // Known and pending tokens: what the next steps compute on.
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()) + num_pending; }
   int64_t num_uncomputed() const { return num_tokens() - blocks.num_computed(); }

@@ -72,7 +72,8 @@ BatchPlan Scheduler::schedule() {
 }
 
 bool Scheduler::admit(Request* r, int64_t budget, BatchPlan& plan) {
-  if (!r->prefix_matched) {
+  // A request scoring its prompt computes all of it: cached positions would have no logits.
+  if (!r->prefix_matched && !r->scores_prompt()) {
     int64_t cached = r->blocks.match_prefix(r->tokens);
     if (r->num_generated == 0) r->num_cached_prompt_tokens = cached;
     r->prefix_matched = true;

@@ -20,6 +20,11 @@ BatchInputs::BatchInputs(const std::vector<SequenceChunk>& chunks, int block_siz
     BRISK_CHECK(static_cast<int64_t>(c.block_table.size()) * block_size >= context,
                 "sequence {} needs {} KV slots but its {} blocks of {} hold fewer", s, context,
                 c.block_table.size(), block_size);
+    BRISK_CHECK(0 <= c.hidden_begin && c.hidden_begin <= c.hidden_end && c.hidden_end <= num_new,
+                "sequence {} of the batch wants hidden states of rows [{}, {}) of its {} new tokens", s,
+                c.hidden_begin, c.hidden_end, num_new);
+    for (int32_t i = c.hidden_begin; i < c.hidden_end; ++i)
+      hidden_indices_.push_back(static_cast<int32_t>(token_ids_.size()) + i);
     for (int32_t i = 0; i < num_new; ++i) {
       const int32_t pos = c.num_cached + i;
       token_ids_.push_back(c.tokens[i]);
@@ -57,6 +62,7 @@ ForwardBatch BatchInputs::upload(Backend& backend) {
   batch.context_lens = put(context_lens_, {num_seqs});
   batch.block_tables = put(block_tables_, {num_seqs, max_blocks_per_seq_});
   batch.logits_indices = put(logits_indices_, {num_logits()});
+  if (!hidden_indices_.empty()) batch.hidden_indices = put(hidden_indices_, {num_hidden()});
   batch.max_query_len = max_query_len_;
   batch.max_context_len = max_context_len_;
   batch.num_decode_seqs = num_decode_seqs_;

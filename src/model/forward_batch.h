@@ -18,6 +18,7 @@ struct ForwardBatch {
   TensorView context_lens;    // [num_seqs] i32: KV tokens of each sequence incl. this step's
   TensorView block_tables;    // [num_seqs, max_blocks_per_seq] i32
   TensorView logits_indices;  // [num_logits] i32: token rows whose logits are wanted
+  TensorView hidden_indices;  // [num_hidden] i32: token rows whose final hidden states are wanted
   int max_query_len = 0;
   int max_context_len = 0;
   // When > 0, the first num_decode_seqs sequences compute one token each and the others more: a
@@ -37,6 +38,10 @@ struct SequenceChunk {
   std::vector<int32_t> block_table;
   bool want_all_logits = false;   // logits of every new token (goldens)
   bool want_last_logits = true;   // logits of the last new token (false: a partial prefill chunk)
+  // New tokens [hidden_begin, hidden_end) whose final hidden states are wanted (prompt logprobs:
+  // the caller runs the lm_head over them in slices).
+  int32_t hidden_begin = 0;
+  int32_t hidden_end = 0;
 };
 
 // Host arrays of a step, built from chunks, uploaded into tensors the inputs own. Chunks of one
@@ -47,10 +52,11 @@ class BatchInputs {
   // Uploads into the backend's memory; the returned views stay valid while this object lives.
   ForwardBatch upload(Backend& backend);
   int64_t num_logits() const { return static_cast<int64_t>(logits_indices_.size()); }
+  int64_t num_hidden() const { return static_cast<int64_t>(hidden_indices_.size()); }
 
  private:
   std::vector<int32_t> token_ids_, positions_, slot_mapping_, query_start_, context_lens_,
-      block_tables_, logits_indices_, prefill_query_start_;
+      block_tables_, logits_indices_, hidden_indices_, prefill_query_start_;
   int64_t num_decode_seqs_ = 0;
   int64_t max_blocks_per_seq_ = 0;
   int max_query_len_ = 0;

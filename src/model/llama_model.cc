@@ -41,12 +41,17 @@ LlamaModel::LlamaModel(ModelConfig config, GenerationConfig generation_config, M
   backend_.copy(rope_table_, host_table);
 }
 
-void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorView logits) {
+void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorView logits, TensorView hidden_states) {
   const int64_t num_tokens = batch.num_tokens();
   const int64_t hidden = config_.hidden_size;
   const int64_t num_logits = batch.logits_indices.size(0);
   BRISK_CHECK(logits.shape() == Shape({num_logits, config_.vocab_size}) && logits.dtype() == DType::kF32,
               "forward: logits must be f32[{}, {}], got {}", num_logits, config_.vocab_size, logits.describe());
+  const int64_t num_hidden = batch.hidden_indices.empty() ? 0 : batch.hidden_indices.size(0);
+  BRISK_CHECK(num_hidden == 0 || (hidden_states.shape() == Shape({num_hidden, hidden}) &&
+                                  hidden_states.dtype() == activation_dtype_),
+              "forward: hidden_states must be {}[{}, {}], got {}", dtype_name(activation_dtype_), num_hidden, hidden,
+              hidden_states.describe());
   BRISK_CHECK(batch.max_context_len <= max_model_len_, "forward: context of {} tokens exceeds max_model_len {}",
               batch.max_context_len, max_model_len_);
 
@@ -66,11 +71,17 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorVie
     backend_.rms_norm({block_out, residual, w.post_norm, normed, eps});
     mlp_block(layer, normed, block_out);
   }
-  if (num_logits == 0) return;  // only partial prefill chunks: their KV is all this step makes
+  if (num_logits == 0 && num_hidden == 0) return;  // only partial prefill chunks: their KV is all this step makes
   backend_.rms_norm({block_out, residual, weights_.final_norm, normed, static_cast<float>(config_.rms_norm_eps)});
+  if (num_hidden > 0) backend_.embedding({normed, batch.hidden_indices, hidden_states});
+  if (num_logits == 0) return;
   Tensor last = empty(activation_dtype_, {num_logits, hidden});
   backend_.embedding({normed, batch.logits_indices, last});
-  backend_.gemm({last, weights_.lm_head, {}, logits});
+  lm_head(last, logits);
+}
+
+void LlamaModel::lm_head(TensorView hidden, TensorView logits) {
+  backend_.gemm({hidden, weights_.lm_head, {}, logits});
 }
 
 void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,

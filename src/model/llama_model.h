@@ -53,8 +53,12 @@ class LlamaModel {
   uint64_t weight_bytes_per_step() const { return weights_.num_bytes(); }
 
   // Runs one step: appends the batch's K/V to the cache and writes the logits of the tokens
-  // named by batch.logits_indices into `logits` ([num_logits, vocab] f32).
-  void forward(const ForwardBatch& batch, KvCache& kv_cache, TensorView logits);
+  // named by batch.logits_indices into `logits` ([num_logits, vocab] f32), and the final hidden
+  // states (after the last norm) of those named by batch.hidden_indices into `hidden_states`
+  // ([num_hidden, hidden_size] in activation_dtype(); empty when there are none).
+  void forward(const ForwardBatch& batch, KvCache& kv_cache, TensorView logits, TensorView hidden_states = {});
+  // logits ([num_rows, vocab] f32) of final hidden states ([num_rows, hidden_size]) from forward.
+  void lm_head(TensorView hidden, TensorView logits);
   // Calls observer->observe with the input of every linear layer in later forwards; null (the
   // default) calls nothing. The observer must outlive its use.
   void set_linear_observer(LinearObserver* observer) { observer_ = observer; }

@@ -1,4 +1,7 @@
-// POST /v1/completions: text or token-id prompts (several per request), echo, logprobs, n.
+// POST /v1/completions: text or token-id prompts (several per request), echo (with the prompt's
+// logprobs when logprobs is set), logprobs, prompt_logprobs, n, max_tokens 0 with echo (scoring only).
+#include <algorithm>
+
 #include "server/generation_response.h"
 #include "server/handlers.h"
 
@@ -14,6 +17,13 @@ boost::asio::awaitable<void> handle_completions(ServerState& state, HttpExchange
   CompletionRequest request = parse_completion_request(exchange.request().body());
   state.check_model(request.options.model);
   SamplingParams sampling = resolve_sampling(request.options, kDefaultMaxTokens);
+  // The prompt is scored for echo with logprobs (its logprobs lead the choice's), and for
+  // max_tokens 0, which the engine only allows when it scores.
+  auto score_prompt = [&](int32_t num_top) {
+    sampling.prompt_logprobs = std::max(sampling.prompt_logprobs.value_or(0), num_top);
+  };
+  if (request.echo && request.options.logprobs) score_prompt(sampling.top_logprobs);
+  if (sampling.max_tokens == 0) score_prompt(0);
   std::vector<std::vector<int32_t>> prompts;
   ResponseShape shape;
   for (const Prompt& prompt : request.prompts) {

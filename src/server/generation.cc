@@ -24,6 +24,7 @@ Generation::Generation(ServerState& state, std::vector<std::vector<int32_t>> pro
       arrival_(std::chrono::steady_clock::now()) {
   const size_t num_choices = prompts.size() * static_cast<size_t>(num_samples_);
   choices_.resize(num_choices);
+  prompt_logprobs_.resize(prompts.size());
   last_token_time_.resize(num_choices);
   num_unfinished_ = static_cast<int64_t>(num_choices);
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -66,6 +67,7 @@ void Generation::apply(const InboxEvent& inbox_event, std::vector<ChoiceDelta>& 
   const int64_t index = first_choice + e.index;
   if (e.index < 0 || e.index >= num_samples_ || choices_[index].finish_reason) return;  // late, after a cancel
   ChoiceOutput& choice = choices_[index];
+  if (!e.prompt_logprobs.empty()) prompt_logprobs_[inbox_event.prompt_index] = e.prompt_logprobs;
   if (e.kind == RequestEvent::Kind::kToken) {
     ChoiceDelta& d = new_delta(deltas, index, choice);
     choice.text += e.text;

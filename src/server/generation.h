@@ -40,6 +40,11 @@ class Generation {
   bool done() const { return num_unfinished_ == 0; }
 
   const std::vector<ChoiceOutput>& choices() const { return choices_; }
+  // The scored prompt (SamplingParams::prompt_logprobs) of one prompt, once its sample 0's first
+  // event has arrived; empty before, or when not asked for.
+  const std::vector<PromptLogprob>& prompt_logprobs(size_t prompt_index) const {
+    return prompt_logprobs_[prompt_index];
+  }
   Usage usage() const { return usage_; }
   // The first engine error, if any; `rejected`: the engine refused the request at admission
   // (a client error) rather than failing while running it.
@@ -59,6 +64,7 @@ class Generation {
   std::vector<int32_t> num_unfinished_per_prompt_;
   std::shared_ptr<EventInbox> inbox_;
   std::vector<ChoiceOutput> choices_;
+  std::vector<std::vector<PromptLogprob>> prompt_logprobs_;  // per prompt
   std::vector<std::optional<std::chrono::steady_clock::time_point>> last_token_time_;  // per choice
   std::chrono::steady_clock::time_point arrival_;
   Usage usage_;

@@ -22,7 +22,9 @@ struct ResponseShape {
   bool include_usage = false;
   int32_t num_samples = 1;
   ResponseMeta meta;
-  std::vector<std::string> echo;  // completions with echo: each prompt's text, which its choices start with
+  // Completions with echo: each prompt's text, which its choices start with (with logprobs, also
+  // its scored tokens).
+  std::vector<std::string> echo;
   ChatOutputOptions chat_output;  // chat: how each choice's text is parsed
 };
 

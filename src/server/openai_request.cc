@@ -73,7 +73,6 @@ void read_sampling(const Fields& f, SamplingParams& s) {
 void reject_unsupported(const Fields& f) {
   f.reject("logit_bias", "brisk does not bias logits");
   f.reject("use_beam_search", "brisk does not do beam search");
-  f.reject("prompt_logprobs", "brisk does not compute prompt logprobs");
   f.reject("guided_json", "brisk has no guided decoding");
   f.reject("guided_regex", "brisk has no guided decoding");
   f.reject("guided_choice", "brisk has no guided decoding");
@@ -87,13 +86,20 @@ void reject_unsupported(const Fields& f) {
   }
 }
 
-GenerationOptions read_options(const Fields& f) {
+// min_max_tokens: 0 where the endpoint can score a prompt without generating (completions).
+GenerationOptions read_options(const Fields& f, int64_t min_max_tokens) {
   GenerationOptions o;
   o.model = f.string("model").value_or("");
   read_sampling(f, o.sampling);
   reject_unsupported(f);
-  o.max_tokens = f.integer("max_tokens", 1, std::numeric_limits<int32_t>::max());
+  o.max_tokens = f.integer("max_tokens", min_max_tokens, std::numeric_limits<int32_t>::max());
   o.stream = f.boolean("stream").value_or(false);
+  if (auto prompt_logprobs = f.integer("prompt_logprobs", 0, kMaxTopLogprobs)) {
+    // As vLLM: a stream has nowhere to put them; 0 asks for nothing a client would miss.
+    if (o.stream && *prompt_logprobs > 0)
+      throw_invalid("prompt_logprobs", "'prompt_logprobs' is not available when 'stream' is true");
+    if (!o.stream) o.sampling.prompt_logprobs = static_cast<int32_t>(*prompt_logprobs);
+  }
   if (const Json* options = f.get("stream_options")) {
     if (!o.stream) throw_invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
     if (!options->is_object()) throw_invalid("stream_options", "'stream_options' must be an object");
@@ -228,7 +234,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
   Json j = parse_request_body(body);
   Fields f(j);
   CompletionRequest r;
-  r.options = read_options(f);
+  r.options = read_options(f, /*min_max_tokens=*/0);
   r.prompts = read_prompts(f);
   r.echo = f.boolean("echo").value_or(false);
   f.reject("suffix", "brisk does not do fill-in-the-middle completions");
@@ -236,8 +242,9 @@ CompletionRequest parse_completion_request(std::string_view body) {
     r.options.logprobs = true;
     r.options.sampling.top_logprobs = static_cast<int32_t>(*logprobs);
   }
-  if (r.echo && r.options.logprobs)
-    throw_invalid("echo", "'echo' with 'logprobs' is not supported: brisk does not compute prompt logprobs");
+  if (r.options.max_tokens == 0 && !r.echo)
+    throw_invalid("max_tokens", "'max_tokens' 0 is only allowed with 'echo': true (the prompt is scored, nothing "
+                  "is generated)");
   return r;
 }
 
@@ -245,7 +252,7 @@ ChatRequest parse_chat_request(std::string_view body) {
   Json j = parse_request_body(body);
   Fields f(j);
   ChatRequest r;
-  r.options = read_options(f);
+  r.options = read_options(f, /*min_max_tokens=*/1);
   // max_completion_tokens is OpenAI's newer name for max_tokens and wins when both are given.
   if (auto max = f.integer("max_completion_tokens", 1, std::numeric_limits<int32_t>::max())) r.options.max_tokens = max;
   read_chat_fields(f, r);

@@ -23,7 +23,9 @@ namespace brisk::server {
 struct GenerationOptions {
   std::string model;                 // empty: the served model
   SamplingParams sampling;           // max_tokens unset here: see max_tokens
-  std::optional<int64_t> max_tokens; // none: the endpoint's default
+  // none: the endpoint's default. 0 (completions with echo): the prompt is scored, nothing generated.
+  // sampling.prompt_logprobs: what the client asked for (the response's "prompt_logprobs").
+  std::optional<int64_t> max_tokens;
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
   bool logprobs = false;             // report the chosen tokens' logprobs
@@ -35,7 +37,7 @@ using Prompt = std::variant<std::string, std::vector<int32_t>>;
 struct CompletionRequest {
   GenerationOptions options;
   std::vector<Prompt> prompts;  // one choice group per prompt
-  bool echo = false;
+  bool echo = false;            // with logprobs, the logprobs cover the echoed prompt too
 };
 
 struct ChatRequest {

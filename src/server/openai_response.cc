@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -27,20 +28,25 @@ Json finish_json(const ChoiceOutput& choice) {
 }
 
 // Legacy completions logprobs: parallel lists, top alternatives as {token: logprob} maps that
-// also hold the chosen token (as OpenAI and vLLM return them).
+// also hold the chosen token (as OpenAI and vLLM return them). An echoed prompt's tokens come
+// first, the first of them with null logprob and alternatives (as vLLM returns them).
 Json completion_logprobs(const ResponseMeta& meta, const ChoiceOutput& choice, int64_t text_offset) {
   Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(), offsets = Json::array();
-  for (const TokenOutput& t : choice.tokens) {
-    std::string text = token_text(meta, t.token);
+  auto add = [&](int32_t token, std::optional<float> logprob, const std::vector<TokenLogprob>& alternatives) {
+    std::string text = token_text(meta, token);
     tokens.push_back(text);
-    token_logprobs.push_back(t.logprob);
-    Json alternatives = Json::object();
-    for (const TokenLogprob& alt : t.top_logprobs) alternatives[token_text(meta, alt.token)] = alt.logprob;
-    alternatives[text] = t.logprob;
-    top.push_back(std::move(alternatives));
+    token_logprobs.push_back(logprob ? Json(*logprob) : Json(nullptr));
+    Json best = Json::object();
+    const size_t count = std::min(alternatives.size(), static_cast<size_t>(std::max(meta.top_logprobs, 0)));
+    for (size_t j = 0; j < count; ++j) best[token_text(meta, alternatives[j].token)] = alternatives[j].logprob;
+    if (logprob) best[text] = *logprob;
+    top.push_back(logprob ? std::move(best) : Json(nullptr));
     offsets.push_back(text_offset);
     text_offset += static_cast<int64_t>(text.size());
-  }
+  };
+  for (const PromptLogprob& p : choice.prompt_tokens)
+    add(p.token, p.rank == 0 ? std::nullopt : std::optional<float>(p.logprob), p.top_logprobs);
+  for (const TokenOutput& t : choice.tokens) add(t.token, t.logprob, t.top_logprobs);
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 

@@ -25,6 +25,9 @@ struct TokenOutput {
 // One choice's output so far, or (in streaming) what is new since the last chunk.
 struct ChoiceOutput {
   std::string text;
+  // Completions with echo and logprobs: the echoed prompt's tokens, whose logprobs come before
+  // those of `tokens` (the first prompt token's are null).
+  std::vector<PromptLogprob> prompt_tokens;
   std::vector<TokenOutput> tokens;
   std::optional<FinishReason> finish_reason;  // set once the choice has ended
   std::string stop_string;                    // the stop string that ended it, if one did
@@ -44,6 +47,7 @@ struct ResponseMeta {
   const Tokenizer* tokenizer = nullptr;  // token strings in logprobs; null: "token_id:N"
   bool logprobs = false;     // include logprobs
   int32_t top_logprobs = 0;
+  std::optional<int32_t> prompt_logprobs;  // the request's prompt_logprobs: vLLM's field in the response
   bool usage_in_chunks = false;  // stream_options.include_usage: every chunk has "usage" (null)
   bool reasoning = false;        // chat messages carry "reasoning_content"
 };

@@ -176,7 +176,8 @@ void expect_sane_figures(const nlohmann::json& json) {
   EXPECT_GT(json["output_tokens_per_s"].get<double>(), 0);
   for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
     const auto& d = json[key];
-    EXPECT_GT(d["p50"].get<double>(), 0) << key;
+    // On a loaded machine chunks that arrive in one read have gaps of 0: ITL's median may be 0.
+    EXPECT_GT(d[std::string_view(key) == "itl_ms" ? "p99" : "p50"].get<double>(), 0) << key;
     EXPECT_LE(d["p50"].get<double>(), d["p99"].get<double>() + 1e-9) << key;
     EXPECT_LT(d["p99"].get<double>(), 1000 * json["seconds"].get<double>() + 1) << key;
   }

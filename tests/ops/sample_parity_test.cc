@@ -211,6 +211,39 @@ TEST(TopLogprobs, MatchesCpu) {
   }
 }
 
+std::pair<std::vector<double>, std::vector<double>> run_token_logprobs(Backend& backend, const Tensor& logits,
+                                                                       const Tensor& tokens) {
+  const bool gpu = !backend.shares_host_memory();
+  std::vector<Tensor> keep;
+  const int64_t num_seqs = logits.shape()[0];
+  Tensor logprobs(backend.allocator(), DType::kF32, {num_seqs});
+  Tensor ranks(backend.allocator(), DType::kI32, {num_seqs});
+  backend.token_logprobs({.logits = to_backend(backend, logits, keep), .tokens = to_backend(backend, tokens, keep),
+                          .out_logprobs = logprobs, .out_ranks = ranks});
+  if (!gpu) return {to_doubles(logprobs), to_doubles(ranks)};
+  return {host_doubles(logprobs), host_doubles(ranks)};
+}
+
+// Ranks exactly (ties share a rank), log-probabilities within 1e-4 (fp32 exp).
+TEST(TokenLogprobs, MatchesCpu) {
+  std::mt19937 rng(26);
+  for (int64_t vocab : {int64_t{7}, int64_t{1001}, int64_t{128256}}) {
+    const int64_t num_seqs = 5;
+    std::vector<double> values = random_values(num_seqs * vocab, rng, -8, 8);
+    for (int64_t v = 0; v < vocab; v += 3) values[vocab + v] = 2.5;  // row 1: many ties with its token
+    values[2 * vocab + vocab - 1] = 30;                              // row 2: one dominant token
+    std::vector<double> ids = {0, 3, static_cast<double>(vocab - 1), static_cast<double>(vocab / 2), 1};
+    Tensor logits = make_tensor(DType::kF32, {num_seqs, vocab}, values);
+    Tensor tokens = make_tensor(DType::kI32, {num_seqs}, ids);
+    auto [cpu_logprobs, cpu_ranks] = run_token_logprobs(cpu_backend(), logits, tokens);
+    auto [gpu_logprobs, gpu_ranks] = run_token_logprobs(cuda_backend(), logits, tokens);
+    const std::string what = "token_logprobs vocab " + std::to_string(vocab);
+    expect_close(gpu_ranks, cpu_ranks, 0, 0, what + " ranks");
+    expect_close(gpu_logprobs, cpu_logprobs, 1e-4, 0, what + " logprobs");
+    EXPECT_EQ(cpu_ranks[2], 1) << what;  // the dominant token
+  }
+}
+
 TEST(SamplePerf, Llama8B) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   const int64_t vocab = 128256;

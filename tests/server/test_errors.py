@@ -40,7 +40,9 @@ BAD_CHAT = [
     ({"min_p": 2}, "min_p", []),
     ({"n": 0}, "n", ["[1,"]),
     ({"n": "2"}, "n", ["integer"]),
-    ({"max_tokens": 0}, "max_tokens", []),
+    ({"max_tokens": 0}, "max_tokens", ["[1,"]),
+    ({"prompt_logprobs": 21}, "prompt_logprobs", ["[0, 20]"]),
+    ({"stream": True, "prompt_logprobs": 1}, "prompt_logprobs", ["stream"]),
     ({"max_tokens": 1.5}, "max_tokens", ["integer"]),
     ({"max_completion_tokens": -1}, "max_completion_tokens", []),
     ({"presence_penalty": 3}, "presence_penalty", ["[-2, 2]"]),
@@ -81,7 +83,11 @@ BAD_COMPLETION = [
     ({"prompt": [99999]}, "prompt", ["outside the vocabulary"]),
     ({"prompt": "x " * 600}, "prompt", ["maximum context length is 512"]),
     ({"suffix": "end"}, "suffix", ["not supported"]),
-    ({"echo": True, "logprobs": 1}, "echo", ["prompt logprobs"]),
+    ({"max_tokens": 0}, "max_tokens", ["only allowed with 'echo'"]),
+    ({"max_tokens": 0, "logprobs": 1}, "max_tokens", ["only allowed with 'echo'"]),
+    ({"max_tokens": -1, "echo": True}, "max_tokens", ["[0,"]),
+    ({"prompt_logprobs": -1}, "prompt_logprobs", ["[0, 20]"]),
+    ({"prompt_logprobs": 2, "stream": True}, "prompt_logprobs", ["stream"]),
     ({"logprobs": 30}, "logprobs", ["[0, 20]"]),
     ({"logprobs": True}, "logprobs", ["integer"]),
     ({"min_tokens": 5, "max_tokens": 2}, "min_tokens", ["max_tokens"]),
@@ -171,7 +177,7 @@ def test_head_answers_without_a_body_and_keeps_the_connection(server, http):
 
 
 def test_streaming_to_an_http_1_0_client_is_close_delimited(server):
-    body = json.dumps({**COMPLETION, "max_tokens": 4, "stream": True}).encode()
+    body = json.dumps({**COMPLETION, "max_tokens": 4, "stream": True, "ignore_eos": True}).encode()
     data = raw_exchange(server, b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
                                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
     head, events = data.split(b"\r\n\r\n", 1)

@@ -311,6 +311,19 @@ void check_op_params(const TopLogprobsParams& p, Device device) {
               "vocabulary of logits {}", p.out_tokens.describe(), p.logits.describe());
 }
 
+void check_op_params(const TokenLogprobsParams& p, Device device) {
+  constexpr std::string_view kOp = "token_logprobs";
+  check_view(kOp, "logits", p.logits, 2, Layout::kStridedRows, device);
+  check_dtype(kOp, "logits", p.logits, DType::kF32);
+  const int64_t num_seqs = p.logits.size(0);
+  check_index_vector(kOp, "tokens", p.tokens, num_seqs, device);
+  check_view(kOp, "out_logprobs", p.out_logprobs, 1, Layout::kContiguous, device);
+  check_dtype(kOp, "out_logprobs", p.out_logprobs, DType::kF32);
+  check_index_vector(kOp, "out_ranks", p.out_ranks, num_seqs, device);
+  BRISK_CHECK(p.out_logprobs.size(0) == num_seqs, "token_logprobs: logits is {} but out_logprobs is {}",
+              p.logits.describe(), p.out_logprobs.describe());
+}
+
 void check_op_params(const FeedTokensParams& p, Device device) {
   constexpr std::string_view kOp = "feed_tokens";
   check_view(kOp, "ids", p.ids, 1, Layout::kContiguous, device);

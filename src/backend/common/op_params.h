@@ -25,6 +25,7 @@ void check_op_params(const SiluMulParams& p, Device device);
 // so checking them is left to the backend that can.
 void check_op_params(const SampleParams& p, Device device);
 void check_op_params(const TopLogprobsParams& p, Device device);
+void check_op_params(const TokenLogprobsParams& p, Device device);
 void check_op_params(const FeedTokensParams& p, Device device);
 
 }  // namespace brisk

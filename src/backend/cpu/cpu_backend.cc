@@ -16,6 +16,7 @@ void CpuBackend::attention(const AttentionParams& p) { cpu::attention(p); }
 void CpuBackend::silu_mul(const SiluMulParams& p) { cpu::silu_mul(p); }
 void CpuBackend::sample(const SampleParams& p) { cpu::sample(p); }
 void CpuBackend::top_logprobs(const TopLogprobsParams& p) { cpu::top_logprobs(p); }
+void CpuBackend::token_logprobs(const TokenLogprobsParams& p) { cpu::token_logprobs(p); }
 void CpuBackend::feed_tokens(const FeedTokensParams& p) { cpu::feed_tokens(p); }
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }

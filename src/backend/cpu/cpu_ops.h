@@ -28,6 +28,7 @@ void attention(const AttentionParams& p);
 void silu_mul(const SiluMulParams& p);
 void sample(const SampleParams& p);
 void top_logprobs(const TopLogprobsParams& p);
+void token_logprobs(const TokenLogprobsParams& p);
 void feed_tokens(const FeedTokensParams& p);
 
 // The uniform number in [0, 1) that sample() draws for (seed, step); the exact recipe is

@@ -269,4 +269,23 @@ void top_logprobs(const TopLogprobsParams& p) {
   });
 }
 
+void token_logprobs(const TokenLogprobsParams& p) {
+  check_op_params(p, Device::kCpu);
+  const int64_t num_seqs = p.logits.size(0);
+  const int64_t vocab = p.logits.size(1);
+  const int32_t* tokens = p.tokens.data_as<const int32_t>();
+  for (int64_t s = 0; s < num_seqs; ++s)
+    BRISK_CHECK(tokens[s] >= 0 && tokens[s] < vocab, "token_logprobs: tokens[{}] = {} is outside the vocabulary "
+                "of logits {}", s, tokens[s], p.logits.describe());
+  parallel_for(num_seqs, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      std::span<const float> logits(p.logits.data_as<const float>() + s * p.logits.stride(0), vocab);
+      const float target = logits[tokens[s]];
+      const auto num_larger = std::count_if(logits.begin(), logits.end(), [&](float x) { return x > target; });
+      p.out_logprobs.data_as<float>()[s] = static_cast<float>(target - log_sum_exp(logits));
+      p.out_ranks.data_as<int32_t>()[s] = static_cast<int32_t>(num_larger + 1);
+    }
+  });
+}
+
 }  // namespace brisk::cpu

@@ -130,6 +130,7 @@ void CudaBackend::rope_append_attention(const RopeKvAppendParams& append, const 
 void CudaBackend::silu_mul(const SiluMulParams& p) { cuda::silu_mul(context_, p); }
 void CudaBackend::sample(const SampleParams& p) { cuda::sample(context_, p); }
 void CudaBackend::top_logprobs(const TopLogprobsParams& p) { cuda::top_logprobs(context_, p); }
+void CudaBackend::token_logprobs(const TokenLogprobsParams& p) { cuda::token_logprobs(context_, p); }
 void CudaBackend::feed_tokens(const FeedTokensParams& p) { cuda::feed_tokens(context_, p); }
 
 std::unique_ptr<RecordedGraph> CudaBackend::record_graph(const std::function<void()>& ops) {

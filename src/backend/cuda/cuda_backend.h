@@ -60,6 +60,7 @@ class CudaBackend final : public Backend {
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;
   void top_logprobs(const TopLogprobsParams& p) override;
+  void token_logprobs(const TokenLogprobsParams& p) override;
   void feed_tokens(const FeedTokensParams& p) override;
   std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>& ops) override;
 

@@ -321,5 +321,34 @@ TEST(CpuTopLogprobs, RejectsKBeyondVocabulary) {
                         "k exceeds the vocabulary");
 }
 
+TEST(CpuTokenLogprobs, LogSoftmaxAtTheTokenAndItsRank) {
+  // Row 0: token 3 (2.0) is third after 3.5 and 3.0; row 1: token 0 ties two others for first.
+  const std::vector<double> values = {0.5, 3.0, -1.0, 2.0, 3.5, 0.0,  //
+                                      1.0, -INFINITY, 1.0, 0.5, -INFINITY, 1.0};
+  Tensor logits = testing::make_tensor(DType::kF32, {2, 6}, values);
+  Tensor tokens = make_i32({2}, {3, 0});
+  Tensor logprobs(cpu_allocator(), DType::kF32, {2});
+  Tensor ranks(cpu_allocator(), DType::kI32, {2});
+  make_cpu_backend()->token_logprobs(
+      {.logits = logits, .tokens = tokens, .out_logprobs = logprobs, .out_ranks = ranks});
+  EXPECT_EQ(to_doubles(ranks), (std::vector<double>{3, 1}));
+  const std::vector<double> got = to_doubles(logprobs);
+  for (int s = 0; s < 2; ++s) {
+    double sum = 0.0;
+    for (int i = 0; i < 6; ++i) sum += std::exp(values[s * 6 + i]);
+    EXPECT_NEAR(got[s], values[s * 6 + (s == 0 ? 3 : 0)] - std::log(sum), 1e-6) << "row " << s;
+  }
+}
+
+TEST(CpuTokenLogprobs, RejectsTokenOutsideVocabulary) {
+  Tensor logits(cpu_allocator(), DType::kF32, {1, 3});
+  Tensor tokens = make_i32({1}, {3});
+  Tensor logprobs(cpu_allocator(), DType::kF32, {1});
+  Tensor ranks(cpu_allocator(), DType::kI32, {1});
+  EXPECT_ERROR_CONTAINS(make_cpu_backend()->token_logprobs({.logits = logits, .tokens = tokens,
+                                                            .out_logprobs = logprobs, .out_ranks = ranks}),
+                        "tokens[0] = 3 is outside the vocabulary");
+}
+
 }  // namespace
 }  // namespace brisk

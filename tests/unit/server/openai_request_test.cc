@@ -162,5 +162,47 @@ TEST(OpenAiRequest, ToolCallArgumentsReachTheTemplateAsObjects) {
       "tool_choice": "required"})"); }).param(), "tool_choice");
 }
 
+// lm-evaluation-harness's loglikelihood request (its local-completions model): the prompt scored
+// with echo and logprobs, nothing generated.
+TEST(OpenAiRequest, EchoWithLogprobsAndMaxTokensZero) {
+  CompletionRequest r = parse_completion_request(R"({"model": "m", "prompt": [[1, 2, 3]], "max_tokens": 0,
+      "temperature": 0, "logprobs": 1, "echo": true, "seed": 1234})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_TRUE(r.options.logprobs);
+  EXPECT_EQ(r.options.sampling.top_logprobs, 1);
+  EXPECT_EQ(r.options.max_tokens, 0);
+  EXPECT_FALSE(r.options.sampling.prompt_logprobs);  // the handler scores the prompt for echo
+  EXPECT_EQ(r.prompts, (std::vector<Prompt>{std::vector<int32_t>{1, 2, 3}}));
+}
+
+TEST(OpenAiRequest, PromptLogprobsOnCompletionsAndChat) {
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "prompt_logprobs": 3})").options.sampling.prompt_logprobs, 3);
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "x"})").options.sampling.prompt_logprobs);
+  ChatRequest chat = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], "prompt_logprobs": 0})");
+  EXPECT_EQ(chat.options.sampling.prompt_logprobs, 0);
+  // As vLLM: 0 is accepted with a stream and asks for nothing.
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "x", "stream": true, "prompt_logprobs": 0})")
+                   .options.sampling.prompt_logprobs);
+}
+
+TEST(OpenAiRequest, PromptScoringErrorsNameTheField) {
+  auto expect_error = [](auto parse, const char* param, const char* words) {
+    ApiError e = catch_api_error(parse);
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), param);
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  };
+  expect_error([] { parse_completion_request(R"({"prompt": "x", "max_tokens": 0})"); }, "max_tokens",
+               "only allowed with 'echo'");
+  expect_error([] { parse_completion_request(R"({"prompt": "x", "max_tokens": -1, "echo": true})"); }, "max_tokens",
+               "[0, 2147483647]");
+  expect_error([] { parse_completion_request(R"({"prompt": "x", "prompt_logprobs": 21})"); }, "prompt_logprobs",
+               "[0, 20]");
+  expect_error([] { parse_completion_request(R"({"prompt": "x", "stream": true, "prompt_logprobs": 2})"); },
+               "prompt_logprobs", "not available when 'stream' is true");
+  expect_error([] { parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})"); },
+               "max_tokens", "[1, 2147483647]");
+}
+
 }  // namespace
 }  // namespace brisk::server

@@ -273,4 +273,15 @@ struct TopLogprobsArgs {
 };
 void launch_top_logprobs(const TopLogprobsArgs& a, cudaStream_t stream);
 
+struct TokenLogprobsArgs {
+  const float* logits = nullptr;  // [num_seqs, vocab]
+  int64_t logits_stride = 0;
+  const int32_t* tokens = nullptr;  // [num_seqs]
+  float* out_logprobs = nullptr;    // [num_seqs]
+  int32_t* out_ranks = nullptr;     // [num_seqs]
+  int64_t num_seqs = 0;
+  int64_t vocab = 0;
+};
+void launch_token_logprobs(const TokenLogprobsArgs& a, cudaStream_t stream);
+
 }  // namespace brisk::cuda

@@ -451,7 +451,30 @@ __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(TopLogprobsArgs 
   }
 }
 
+// The CPU's token_logprobs: log_softmax at the given token, and 1 + the count of larger logits.
+__global__ void __launch_bounds__(kThreads) token_logprobs_kernel(TokenLogprobsArgs a) {
+  __shared__ SampleShared sh;
+  const int64_t s = blockIdx.x;
+  const float* logits = a.logits + s * a.logits_stride;
+  const int token = a.tokens[s];
+  const float logprob = raw_logprob(logits, a.vocab, token, sh);
+  const float target = logits[token];
+  double num_larger = 0.0;  // exact: counts stay far below 2^53
+  for_each_logit(logits, a.vocab, [&](float logit, int64_t) { num_larger += logit > target ? 1.0 : 0.0; });
+  num_larger = block_sum_double(num_larger, sh);
+  if (threadIdx.x == 0) {
+    a.out_logprobs[s] = logprob;
+    a.out_ranks[s] = static_cast<int32_t>(num_larger) + 1;
+  }
+}
+
 }  // namespace
+
+void launch_token_logprobs(const TokenLogprobsArgs& a, cudaStream_t stream) {
+  if (a.num_seqs == 0) return;
+  token_logprobs_kernel<<<static_cast<unsigned>(a.num_seqs), kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
 
 void launch_top_logprobs(const TopLogprobsArgs& a, cudaStream_t stream) {
   if (a.num_seqs == 0 || a.k == 0) return;

@@ -51,6 +51,7 @@ Int4Layout repack_int4(const OpContext& ctx, TensorView qweight);
 void silu_mul(const OpContext& ctx, const SiluMulParams& p);
 void sample(const OpContext& ctx, const SampleParams& p);
 void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p);
+void token_logprobs(const OpContext& ctx, const TokenLogprobsParams& p);
 void feed_tokens(const OpContext& ctx, const FeedTokensParams& p);
 
 }  // namespace brisk::cuda

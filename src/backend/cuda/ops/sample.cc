@@ -1,4 +1,5 @@
-// sample: penalties, greedy / temperature, top-k, top-p, min-p and the seeded draw on the device; top_logprobs: the k most likely tokens of raw logits
+// sample: penalties, greedy / temperature, top-k, top-p, min-p and the seeded draw on the device; top_logprobs: the k most likely tokens of raw logits;
+// token_logprobs: a given token's logprob and rank
 // (kernels/sample.cu). rows must point to device memory; their values are not checked here
 // (that would need a copy to the host), so callers validate SamplingRow on the host, as the
 // engine does for every request.
@@ -78,6 +79,21 @@ void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p) {
   a.vocab = p.logits.size(1);
   a.k = static_cast<int>(p.out_tokens.size(1));
   launch_top_logprobs(a, ctx.stream);
+}
+
+void token_logprobs(const OpContext& ctx, const TokenLogprobsParams& p) {
+  check_op_params(p, Device::kCuda);
+  BRISK_CHECK(p.logits.size(1) < (int64_t{1} << 31), "token_logprobs: logits is {}: vocabulary too large",
+              p.logits.describe());
+  TokenLogprobsArgs a;
+  a.logits = p.logits.data_as<const float>();
+  a.logits_stride = p.logits.stride(0);
+  a.tokens = p.tokens.data_as<const int32_t>();
+  a.out_logprobs = p.out_logprobs.data_as<float>();
+  a.out_ranks = p.out_ranks.data_as<int32_t>();
+  a.num_seqs = p.logits.size(0);
+  a.vocab = p.logits.size(1);
+  launch_token_logprobs(a, ctx.stream);
 }
 
 }  // namespace brisk::cuda
