@@ -11,6 +11,7 @@ namespace brisk::server {
 
 boost::asio::awaitable<void> handle_completions(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_chat_completions(ServerState& state, HttpExchange& exchange);
+boost::asio::awaitable<void> handle_responses(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_tokenize(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_detokenize(ServerState& state, HttpExchange& exchange);
 
