@@ -13,6 +13,9 @@ namespace {
 
 namespace asio = boost::asio;
 
+// (Outside the coroutine: GCC 12 miscompiles braced lists next to co_await.)
+constexpr ChatFieldNames kFieldNames{"input", "max_output_tokens"};
+
 // As chat answers: the engine refusing the request at admission is the client's error.
 ApiError engine_error(const Generation& g) {
   if (g.error_rejected()) return ApiError(400, "invalid_request_error", "", "", *g.error());
@@ -68,7 +71,7 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, n
 
 asio::awaitable<void> handle_responses(ServerState& state, HttpExchange& exchange) {
   const ResponsesRequest request = parse_responses_request(exchange.request().body());
-  PreparedChat chat = prepare_chat(state, request.chat);
+  PreparedChat chat = prepare_chat(state, request.chat, kFieldNames);
   nlohmann::json response = response_object(request, make_item_id("resp"), unix_time_now(), state.model_name());
   std::vector<std::vector<int32_t>> prompts{std::move(chat.prompt)};
   Generation generation(state, std::move(prompts), chat.sampling, co_await asio::this_coro::executor);
