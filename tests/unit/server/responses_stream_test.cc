@@ -105,7 +105,9 @@ TEST(ResponsesStream, ReasoningThenToolCalls) {
 
 TEST(ResponsesStream, MessageCutByLengthIsIncomplete) {
   ResponsesStream stream(in_progress());
-  std::string text = stream.start() + stream.add(content("Hel")) + stream.add(content("lo"));
+  std::string text = stream.start();  // (one call a statement: operands of + run in any order)
+  text += stream.add(content("Hel"));
+  text += stream.add(content("lo"));
   text += stream.finish(FinishReason::kLength, usage());
   std::vector<Event> events = parse_events(text);
   EXPECT_EQ(names(events), (std::vector<std::string>{
@@ -126,7 +128,8 @@ TEST(ResponsesStream, MessageCutByLengthIsIncomplete) {
 
 TEST(ResponsesStream, EmptyOutputIsAnEmptyMessage) {
   ResponsesStream stream(in_progress());
-  std::string text = stream.start() + stream.finish(FinishReason::kStop, usage());
+  std::string text = stream.start();
+  text += stream.finish(FinishReason::kStop, usage());
   const Json response = parse_events(text).back().data["response"];
   ASSERT_EQ(response["output"].size(), 1u);
   EXPECT_EQ(response["output"][0]["type"], "message");
@@ -135,7 +138,9 @@ TEST(ResponsesStream, EmptyOutputIsAnEmptyMessage) {
 
 TEST(ResponsesStream, FailureClosesTheOpenItemIncomplete) {
   ResponsesStream stream(in_progress());
-  std::string text = stream.start() + stream.add(content("Hi")) + stream.fail("engine broke", usage());
+  std::string text = stream.start();
+  text += stream.add(content("Hi"));
+  text += stream.fail("engine broke", usage());
   std::vector<Event> events = parse_events(text);
   EXPECT_EQ(events[events.size() - 2].data["item"]["status"], "incomplete");
   EXPECT_EQ(events.back().name, "response.failed");
