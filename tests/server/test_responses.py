@@ -12,7 +12,7 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 
 import scripted_model
-from conftest import MODEL_NAME, Server, httpx
+from conftest import MODEL_NAME, Server, httpx, metric
 
 WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "Current weather in a city",
                 "parameters": {"type": "object", "properties": {"city": {"type": "string"},
@@ -241,6 +241,10 @@ def test_sdk_raises_bad_request_and_not_found(client):
         client.responses.create(model="gpt-5", input="hi")
 
 
-def test_route_takes_post_only(http):
+def test_route_takes_post_only_and_is_counted(http):
     r = http.get("/v1/responses")
     assert r.status_code == 405 and r.headers["allow"] == "POST"
+    assert http.post("/v1/responses", json={"input": "hi", "max_output_tokens": 1}).status_code == 200
+    text = http.get("/metrics").text
+    assert metric(text, "brisk_http_requests_total", 'route="/v1/responses",status="200"') >= 1
+    assert metric(text, "brisk_http_requests_total", 'route="/v1/responses",status="405"') >= 1
