@@ -74,7 +74,8 @@ class MessageBuilder {
     std::string role = required_string(f, "role");
     if (role == "developer") role = "system";  // OpenAI's newer name for the system role
     if (role != "user" && role != "system" && role != "assistant")
-      throw_invalid(f.name("role"), "'{}' must be user, system, developer or assistant, got '{}'", f.name("role"), role);
+      throw_invalid(f.name("role"), "'{}' must be user, system, developer or assistant, got '{}'", f.name("role"),
+                    role);
     const Json* content = f.get("content");
     if (!content) throw_invalid(f.name("content"), "'{}' is required", f.name("content"));
     messages_.push_back({{"role", role}, {"content", read_text(*content, f.name("content"))}});
@@ -138,7 +139,8 @@ void read_tools(const Fields& f, ResponsesRequest& r) {
   Json chat_tools = Json::array();
   for (size_t i = 0; i < tools->size(); ++i) {
     const std::string where = fmt::format("tools[{}]", i);
-    if (!(*tools)[i].is_object()) throw_invalid(where, "'{}' must be an object like {{\"type\": \"function\", ...}}", where);
+    if (!(*tools)[i].is_object())
+      throw_invalid(where, "'{}' must be an object like {{\"type\": \"function\", ...}}", where);
     Fields t((*tools)[i], where + ".");
     const std::string type = t.string("type").value_or("");
     if (type != "function")
@@ -147,7 +149,8 @@ void read_tools(const Fields& f, ResponsesRequest& r) {
     Json function = {{"name", required_string(t, "name")}};
     if (std::optional<std::string> description = t.string("description")) function["description"] = *description;
     if (const Json* parameters = t.get("parameters")) {
-      if (!parameters->is_object()) throw_invalid(t.name("parameters"), "'{}' must be a JSON schema object", t.name("parameters"));
+      if (!parameters->is_object())
+        throw_invalid(t.name("parameters"), "'{}' must be a JSON schema object", t.name("parameters"));
       function["parameters"] = *parameters;
     }
     t.boolean("strict");  // type check: arguments are not constrained either way
@@ -171,9 +174,11 @@ void reject_unsupported(const Fields& f) {
   if (f.integer("top_logprobs", 0, kMaxTopLogprobs).value_or(0) > 0)
     throw_invalid("top_logprobs", "'top_logprobs' is not supported on /v1/responses (use /v1/chat/completions)");
   if (const Json* text = f.get("text")) {
-    if (!text->is_object()) throw_invalid("text", "'text' must be an object like {{\"format\": {{\"type\": \"text\"}}}}");
+    if (!text->is_object())
+      throw_invalid("text", "'text' must be an object like {{\"format\": {{\"type\": \"text\"}}}}");
     Fields t(*text, "text.");
-    if (const Json* format = t.get("format"); format && (!format->is_object() || format->value("type", Json()) != "text"))
+    const Json* format = t.get("format");
+    if (format && (!format->is_object() || format->value("type", Json()) != "text"))
       throw_invalid("text.format", "'text.format' other than {{\"type\": \"text\"}} is not supported: brisk has no "
                     "structured output");
     t.string("verbosity");

@@ -1,4 +1,5 @@
-// libFuzzer entry point for the OpenAI request parsers (server/openai_request.h): any byte string
+// libFuzzer entry point for the OpenAI request parsers (server/openai_request.h,
+// server/responses_request.h): any byte string
 // as a request body. ctest builds it with clang (tests/fuzz/CMakeLists.txt) and runs it briefly;
 // for a longer run: build/cpu/tests/fuzz/openai_request_fuzz -max_total_time=600 -dict=tests/fuzz/openai_request.dict CORPUS
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "server/responses_request.h"
 
 namespace {
 
@@ -45,6 +47,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ChatRequest r = parse_chat_request(body);
     check(r.options);
     if (!r.messages.is_array() || r.messages.empty()) __builtin_trap();
+  });
+  run([&] {
+    ResponsesRequest r = parse_responses_request(body);
+    check(r.chat.options);
+    if (!r.chat.messages.is_array() || r.chat.messages.empty()) __builtin_trap();
   });
   run([&] { parse_tokenize_request(body); });
   run([&] { parse_detokenize_request(body); });
