@@ -1,6 +1,6 @@
 // `brisk serve`: the OpenAI-compatible HTTP server (drop-in for vLLM's and LMDeploy's
-// api_server): /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize,
-// /health, /metrics.
+// api_server): /v1/completions, /v1/chat/completions, /v1/responses, /v1/models, /tokenize,
+// /detokenize, /health, /metrics.
 #include <algorithm>
 #include <cstdlib>
 #include <thread>

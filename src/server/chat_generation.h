@@ -19,7 +19,13 @@ struct PreparedChat {
   ChatOutputOptions output;
 };
 
+// The request's names for the conversation and the output limit, which errors name.
+struct ChatFieldNames {
+  const char* messages = "messages";
+  const char* max_tokens = "max_tokens";
+};
+
 // Throws ApiError for what the client got wrong (template errors, a prompt too long, ...).
-PreparedChat prepare_chat(const ServerState& state, const ChatRequest& request);
+PreparedChat prepare_chat(const ServerState& state, const ChatRequest& request, const ChatFieldNames& names = {});
 
 }  // namespace brisk::server

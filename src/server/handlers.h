@@ -14,6 +14,7 @@ boost::asio::awaitable<void> handle_chat_completions(ServerState& state, HttpExc
 // Anthropic's Messages API; its errors are Anthropic-shaped.
 boost::asio::awaitable<void> handle_messages(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_count_tokens(ServerState& state, HttpExchange& exchange);
+boost::asio::awaitable<void> handle_responses(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_tokenize(ServerState& state, HttpExchange& exchange);
 boost::asio::awaitable<void> handle_detokenize(ServerState& state, HttpExchange& exchange);
 

@@ -1,6 +1,5 @@
 #include "server/openai_request.h"
 
-#include <cmath>
 #include <limits>
 
 #include "core/json_util.h"

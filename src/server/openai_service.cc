@@ -13,14 +13,15 @@ namespace {
 namespace asio = boost::asio;
 // Every route and the methods it takes (GET routes answer HEAD too), for 405's Allow header.
 constexpr std::pair<const char*, const char*> kRoutes[] = {
-    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/messages", "POST"},
-    {"/v1/messages/count_tokens", "POST"}, {"/tokenize", "POST"}, {"/detokenize", "POST"},
+    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/responses", "POST"},
+    {"/v1/messages", "POST"}, {"/v1/messages/count_tokens", "POST"}, {"/tokenize", "POST"}, {"/detokenize", "POST"},
     {"/v1/models", "GET, HEAD"}, {"/health", "GET, HEAD"},        {"/version", "GET, HEAD"}, {"/metrics", "GET, HEAD"}};
 
 ApiError not_found(std::string_view method, std::string_view path) {
   return ApiError(404, "invalid_request_error", "", "not_found",
                   fmt::format("no route for {} {}; see GET /v1/models, POST /v1/completions, "
-                              "POST /v1/chat/completions, POST /v1/messages, POST /tokenize, POST /detokenize, GET /health, GET /metrics",
+                              "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /tokenize, "
+                              "POST /detokenize, GET /health, GET /metrics",
                               method, path));
 }
 
@@ -54,6 +55,7 @@ asio::awaitable<void> OpenAiService::route(HttpExchange& exchange) {
   const bool post = exchange.request().method() == http::verb::post;
   if (post && path == "/v1/completions") co_return co_await handle_completions(state_, exchange);
   if (post && path == "/v1/chat/completions") co_return co_await handle_chat_completions(state_, exchange);
+  if (post && path == "/v1/responses") co_return co_await handle_responses(state_, exchange);
   if (post && path == "/v1/messages") co_return co_await handle_messages(state_, exchange);
   if (post && path == "/v1/messages/count_tokens") co_return co_await handle_count_tokens(state_, exchange);
   if (post && path == "/tokenize") co_return co_await handle_tokenize(state_, exchange);

@@ -14,8 +14,9 @@ const std::vector<double> kE2eBuckets = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0,
                                          20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0};
 
 // Routes with their own label; anything else is "other", so scanners cannot explode the series.
-constexpr std::array kRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics",
-                                "/tokenize", "/detokenize", "/version"};
+constexpr std::array kRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages",
+                                "/v1/messages/count_tokens", "/v1/models", "/health", "/metrics", "/tokenize",
+                                "/detokenize", "/version"};
 
 }  // namespace
 

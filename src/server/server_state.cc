@@ -49,15 +49,15 @@ std::string ServerState::chat_output_summary() const {
                      reasoning_ ? "split off (<think>)" : "not parsed");
 }
 
-std::string ServerState::render_chat(const ChatRequest& chat) const {
-  need_tokenizer("messages");
-  if (!chat_) throw_invalid("messages", "chat needs a chat template: {}", no_chat_reason_);
+std::string ServerState::render_chat(const ChatRequest& chat, const char* param) const {
+  need_tokenizer(param);
+  if (!chat_) throw_invalid(param, "chat needs a chat template: {}", no_chat_reason_);
   try {
     return chat_->render(chat.messages, chat.add_generation_prompt, chat.tools, chat.chat_template_kwargs);
   } catch (const Error& e) {
     // Templates reject conversations they cannot render (raise_exception), e.g. roles that do
     // not alternate: the client's input is at fault.
-    throw_invalid("messages", "the chat template cannot render these messages: {}", e.what());
+    throw_invalid(param, "the chat template cannot render these messages: {}", e.what());
   }
 }
 
@@ -74,7 +74,8 @@ ChatOutputOptions ServerState::chat_output(const ChatRequest& chat, std::string_
   return options;
 }
 
-void ServerState::check_prompt(const std::vector<int32_t>& ids, int64_t max_tokens, const char* param) const {
+void ServerState::check_prompt(const std::vector<int32_t>& ids, int64_t max_tokens, const char* param,
+                               const char* max_tokens_param) const {
   if (ids.empty()) throw_invalid(param, "the prompt is empty: give at least one token");
   const int64_t vocab = engine_.vocab_size();
   for (size_t i = 0; i < ids.size(); ++i)
@@ -83,10 +84,10 @@ void ServerState::check_prompt(const std::vector<int32_t>& ids, int64_t max_toke
   const int64_t context = engine_.max_model_len();
   const int64_t num_ids = static_cast<int64_t>(ids.size());
   if (num_ids + max_tokens > context)
-    throw_invalid(num_ids >= context ? param : "max_tokens",
-                  "this model's maximum context length is {} tokens; the prompt has {} tokens and max_tokens "
-                  "is {} ({} in all): shorten the prompt or lower max_tokens", context, num_ids, max_tokens,
-                  num_ids + max_tokens);
+    throw_invalid(num_ids >= context ? param : max_tokens_param,
+                  "this model's maximum context length is {} tokens; the prompt has {} tokens and {} "
+                  "is {} ({} in all): shorten the prompt or lower {}", context, num_ids, max_tokens_param, max_tokens,
+                  num_ids + max_tokens, max_tokens_param);
 }
 
 void ServerState::add_active(uint64_t request_id) {

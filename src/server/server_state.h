@@ -50,8 +50,8 @@ class ServerState {
   void check_model(const std::string& requested) const;
   // 400 when the folder has no tokenizer (`param` needs one).
   const Tokenizer& need_tokenizer(const char* param) const;
-  // The chat template rendered (400 when it cannot render these messages).
-  std::string render_chat(const ChatRequest& chat) const;
+  // The chat template rendered (400 naming `param` when it cannot render these messages).
+  std::string render_chat(const ChatRequest& chat, const char* param = "messages") const;
   // The chat's prompt ids: the chat template rendered, then tokenized without added specials
   // (the template holds BOS), as transformers' apply_chat_template(tokenize=True) does.
   std::vector<int32_t> encode_chat(const ChatRequest& chat, bool add_special_tokens = false) const;
@@ -62,8 +62,10 @@ class ServerState {
   // E.g. "tool calls hermes, reasoning not parsed" (the start-up line).
   std::string chat_output_summary() const;
   // 400 for ids outside the vocabulary, or a prompt whose tokens plus max_tokens exceed the
-  // context (checked here so that the error comes before a stream starts).
-  void check_prompt(const std::vector<int32_t>& ids, int64_t max_tokens, const char* param) const;
+  // context (checked here so that the error comes before a stream starts). `max_tokens_param`:
+  // the request's name for max_tokens.
+  void check_prompt(const std::vector<int32_t>& ids, int64_t max_tokens, const char* param,
+                    const char* max_tokens_param = "max_tokens") const;
 
   void add_active(uint64_t request_id);
   void remove_active(uint64_t request_id);
