@@ -36,8 +36,8 @@ struct RmsNormParams {
 // How a paged KV cache holds its values (--kv-cache-dtype; model/kv_cache.h makes the tensors).
 //   kNone: k_cache / v_cache in their own float dtype.
 //   kInt8 / kInt4: asymmetric codes per (token, kv head), from its head_dim values x in fp32
-//     (after RoPE): lo = min(0, min x), hi = max(0, max x); scale = f16((hi - lo) / qmax), 1 when
-//     that is 0; zero = rint(-lo / scale) clamped to [0, qmax]; q = clamp(rint(x / scale) + zero,
+//     (after RoPE): lo = min(0, min x), hi = max(0, max x); scale = (hi - lo) / qmax rounded up
+//     to f16 (at most 65504), 1 when that is 0; zero = rint(-lo / scale) clamped to [0, qmax]; q = clamp(rint(x / scale) + zero,
 //     0, qmax), with qmax 255 / 15 and rint rounding half to even; x' = (q - zero) * scale. The
 //     caches are u8 [num_blocks, num_kv_heads, block_size, head_dim] (int4: head_dim / 2 bytes,
 //     two codes per byte, low nibble first); scales and zero points sit beside them.

@@ -16,6 +16,7 @@ Runner add_bench_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
 Runner add_chat_command(CLI::App& app);
 Runner add_quantize_command(CLI::App& app);
+Runner add_perplexity_command(CLI::App& app);
 // `bench serve`, under the `bench` command.
 Runner add_bench_serve_command(CLI::App& bench);
 

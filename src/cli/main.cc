@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   register_command(&brisk::cli::add_tokenize_command);
   register_command(&brisk::cli::add_bench_command);
   register_command(&brisk::cli::add_quantize_command);
+  register_command(&brisk::cli::add_perplexity_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

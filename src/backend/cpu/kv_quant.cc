@@ -34,7 +34,10 @@ void quantize_kv_row(const float* x, int64_t head_dim, KvQuant kind, const KvRow
     hi = std::max(hi, x[d]);
   }
   const int q_max = qmax(kind);
-  Half scale_bits = float_to_half((hi - lo) / static_cast<float>(q_max));
+  // Rounded up, so that qmax steps span [lo, hi].
+  const float exact = std::min((hi - lo) / static_cast<float>(q_max), 65504.0f);
+  Half scale_bits = float_to_half(exact);
+  if (half_to_float(scale_bits) < exact) ++scale_bits.bits;
   float scale = half_to_float(scale_bits);
   if (scale == 0.0f) {
     scale_bits = float_to_half(1.0f);
