@@ -97,7 +97,8 @@ Json read_tools(const Json& tools) {
     const std::optional<std::string> name = t.string("name");
     if (!name) throw_invalid(where + ".name", "'{}.name' is required", where);
     const Json* schema = t.get("input_schema");
-    if (!schema || !schema->is_object()) throw_invalid(where + ".input_schema", "'{}.input_schema' must be an object", where);
+    if (!schema || !schema->is_object())
+      throw_invalid(where + ".input_schema", "'{}.input_schema' must be an object", where);
     Json function = {{"name", *name}};
     if (std::optional<std::string> description = t.string("description")) function["description"] = *description;
     function["parameters"] = *schema;
@@ -128,7 +129,8 @@ ChatRequest read_request(std::string_view body, bool need_max_tokens) {
   o.stream = f.boolean("stream").value_or(false);
 
   r.messages = Json::array();
-  if (const Json* system = f.get("system")) r.messages.push_back({{"role", "system"}, {"content", read_text(*system, "system")}});
+  if (const Json* system = f.get("system"))
+    r.messages.push_back({{"role", "system"}, {"content", read_text(*system, "system")}});
   const Json* messages = f.get("messages");
   if (!messages || !messages->is_array() || messages->empty())
     throw_invalid("messages", "'messages' must be a non-empty list of messages");

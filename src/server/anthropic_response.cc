@@ -59,7 +59,8 @@ Json anthropic_message(const std::string& id, const std::string& model, const Ch
     content.push_back({{"type", "thinking"}, {"thinking", message.reasoning}, {"signature", ""}});
   if (!message.content.empty()) content.push_back({{"type", "text"}, {"text", message.content}});
   for (const ToolCall& call : message.tool_calls)
-    content.push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", tool_input(call.arguments)}});
+    content.push_back(
+        {{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", tool_input(call.arguments)}});
   const bool tool_calls = !message.tool_calls.empty();
   return message_envelope(id, model, std::move(content), anthropic_stop_reason(choice, tool_calls),
                           stop_sequence(choice), usage);
@@ -78,7 +79,8 @@ std::string AnthropicEventWriter::start(const Usage& usage) const {
 std::string AnthropicEventWriter::add(const ChatDelta& delta) {
   std::string out;
   if (!delta.reasoning.empty()) {
-    if (block_ != Block::kThinking) out += open(Block::kThinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+    if (block_ != Block::kThinking)
+      out += open(Block::kThinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
     out += block_delta({{"type", "thinking_delta"}, {"thinking", delta.reasoning}});
   }
   if (!delta.content.empty()) {
@@ -120,7 +122,8 @@ std::string AnthropicEventWriter::close() {
 }
 
 std::string AnthropicEventWriter::block_delta(Json delta) const {
-  return event("content_block_delta", {{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
+  return event("content_block_delta",
+               {{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
 }
 
 }  // namespace brisk::server

@@ -24,13 +24,7 @@ std::string opening_events(const ResponseShape& shape, size_t num_choices) {
 // A chat choice's chunk: its text parsed into reasoning, content and tool-call deltas. Chunks
 // with nothing to say are skipped, unless they carry logprobs or the finish.
 std::string chat_event(const ResponseShape& shape, const ChoiceDelta& d, ChatOutputParser& parser) {
-  ChatDelta message = parser.feed(d.delta.text);
-  if (d.delta.finish_reason) {
-    ChatDelta rest = parser.finish();
-    message.reasoning += rest.reasoning;
-    message.content += rest.content;
-    message.tool_calls.insert(message.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
-  }
+  const ChatDelta message = parser.feed(d.delta.text, d.delta.finish_reason.has_value());
   if (message.empty() && !d.delta.finish_reason && (d.delta.tokens.empty() || !shape.meta.logprobs)) return {};
   return sse_event(dump_json(chat_chunk(shape.meta, d.index, d.delta, message, parser.has_tool_calls(), false)));
 }

@@ -12,11 +12,15 @@ namespace {
 
 namespace asio = boost::asio;
 
+asio::awaitable<void> respond_anthropic_error(HttpExchange& exchange, const ApiError& error) {
+  co_await exchange.respond_json(error.status(), anthropic_error(error));
+}
+
 asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, const PreparedChat& chat,
                                    const std::string& id, const std::string& model) {
   while (!g.done())
     if (!co_await g.next(exchange)) co_return;
-  if (g.error()) co_return co_await exchange.respond_json(generation_error(g).status(), anthropic_error(generation_error(g)));
+  if (g.error()) co_return co_await respond_anthropic_error(exchange, generation_error(g));
   const ChoiceOutput& choice = g.choices()[0];
   co_await exchange.respond_json(200, anthropic_message(id, model, parse_chat_output(chat.output, choice.text), choice,
                                                         g.usage()));
@@ -32,20 +36,13 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, c
     if (!deltas) co_return;
     std::string text;
     if (!started) {
-      if (g.error()) co_return co_await exchange.respond_json(generation_error(g).status(), anthropic_error(generation_error(g)));
+      if (g.error()) co_return co_await respond_anthropic_error(exchange, generation_error(g));
       started = true;
       if (!co_await exchange.start_events()) co_return;
       text = writer.start(g.usage());
     }
     for (const ChoiceDelta& d : *deltas) {
-      ChatDelta message = parser.feed(d.delta.text);
-      if (d.delta.finish_reason) {
-        ChatDelta rest = parser.finish();
-        message.reasoning += rest.reasoning;
-        message.content += rest.content;
-        message.tool_calls.insert(message.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
-      }
-      text += writer.add(message);
+      text += writer.add(parser.feed(d.delta.text, d.delta.finish_reason.has_value()));
       if (d.delta.finish_reason && !g.error())
         text += writer.finish(g.choices()[0], parser.has_tool_calls(), g.usage());
     }
@@ -76,7 +73,7 @@ asio::awaitable<void> handle_messages(ServerState& state, HttpExchange& exchange
   } catch (const ApiError& e) {
     error = e;
   }
-  if (error && exchange.status() == 0) co_await exchange.respond_json(error->status(), anthropic_error(*error));
+  if (error && exchange.status() == 0) co_await respond_anthropic_error(exchange, *error);
 }
 
 asio::awaitable<void> handle_count_tokens(ServerState& state, HttpExchange& exchange) {
@@ -89,7 +86,7 @@ asio::awaitable<void> handle_count_tokens(ServerState& state, HttpExchange& exch
   } catch (const ApiError& e) {
     error = e;
   }
-  if (error) co_return co_await exchange.respond_json(error->status(), anthropic_error(*error));
+  if (error) co_return co_await respond_anthropic_error(exchange, *error);
   co_await exchange.respond_json(200, count_body(num_tokens));
 }
 

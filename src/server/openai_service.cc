@@ -32,7 +32,9 @@ nlohmann::json version_body() { return {{"version", "0.1.0"}}; }
 
 OpenAiService::OpenAiService(Engine& engine, std::string model_name, const std::filesystem::path& model_dir,
                              const ChatParsing& parsing)
-    : state_(engine, std::move(model_name), model_dir, parsing), model_dir_(model_dir.string()), created_(unix_time_now()) {}
+    : state_(engine, std::move(model_name), model_dir, parsing),
+      model_dir_(model_dir.string()),
+      created_(unix_time_now()) {}
 
 HttpHandlers OpenAiService::handlers() {
   HttpHandlers h;

@@ -3,6 +3,7 @@
 // streamed as events. Nothing is stored. One sample per request.
 #include "server/chat_generation.h"
 #include "server/generation.h"
+#include "server/generation_response.h"
 #include "server/handlers.h"
 #include "server/responses_output.h"
 #include "server/responses_request.h"
@@ -16,17 +17,11 @@ namespace asio = boost::asio;
 // (Outside the coroutine: GCC 12 miscompiles braced lists next to co_await.)
 constexpr ChatFieldNames kFieldNames{"input", "max_output_tokens"};
 
-// As chat answers: the engine refusing the request at admission is the client's error.
-ApiError engine_error(const Generation& g) {
-  if (g.error_rejected()) return ApiError(400, "invalid_request_error", "", "", *g.error());
-  return ApiError(500, "internal_server_error", "", "", *g.error());
-}
-
 asio::awaitable<void> respond_once(Generation& g, HttpExchange& exchange, nlohmann::json response,
                                    const ChatOutputOptions& output) {
   while (!g.done())
     if (!co_await g.next(exchange)) co_return;
-  if (g.error()) co_return co_await exchange.respond_error(engine_error(g));
+  if (g.error()) co_return co_await exchange.respond_error(generation_error(g));
   const ChoiceOutput& choice = g.choices().front();
   const ChatMessage message = parse_chat_output(output, choice.text);
   complete_response(response, output_items(message, choice.finish_reason), choice.finish_reason, g.usage());
@@ -45,15 +40,14 @@ asio::awaitable<void> respond_streaming(Generation& g, HttpExchange& exchange, n
     if (!deltas) co_return;
     std::string text;
     if (!started) {
-      if (g.error()) co_return co_await exchange.respond_error(engine_error(g));
+      if (g.error()) co_return co_await exchange.respond_error(generation_error(g));
       started = true;
       if (!co_await exchange.start_events()) co_return;
       text = stream.start();
     }
     for (const ChoiceDelta& d : *deltas) {
       if (failed) break;
-      text += stream.add(parser.feed(d.delta.text));
-      if (d.delta.finish_reason) text += stream.add(parser.finish());
+      text += stream.add(parser.feed(d.delta.text, d.delta.finish_reason.has_value()));
     }
     if (g.error() && !failed) {
       // Mid-stream the status is already sent: the error ends the stream as response.failed.

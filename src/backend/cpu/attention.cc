@@ -1,7 +1,7 @@
 // Causal (optionally sliding-window) attention of each sequence's new tokens over its paged KV
-// cache (dequantized as KvQuant says), with grouped-query heads. Each (token, head) pair is computed independently with a
-// two-pass softmax in fp32 (scores, max, exp, sum, weighted sum of v), so a row's result does not
-// depend on the batch it was in or on how its prompt was chunked.
+// cache (dequantized as KvQuant says), with grouped-query heads. Each (token, head) pair is
+// computed independently with a two-pass softmax in fp32 (scores, max, exp, sum, weighted sum of
+// v), so a row's result does not depend on the batch it was in or on how its prompt was chunked.
 #include <algorithm>
 #include <cmath>
 #include <vector>

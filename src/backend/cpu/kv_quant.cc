@@ -47,7 +47,8 @@ void quantize_kv_row(const float* x, int64_t head_dim, KvQuant kind, const KvRow
   *out.scale = scale_bits;
   *out.zero = static_cast<uint8_t>(zero);
   for (int64_t d = 0; d < head_dim; ++d) {
-    const auto q = static_cast<uint8_t>(std::clamp(std::nearbyint(x[d] / scale) + zero, 0.0f, static_cast<float>(q_max)));
+    const auto q =
+        static_cast<uint8_t>(std::clamp(std::nearbyint(x[d] / scale) + zero, 0.0f, static_cast<float>(q_max)));
     if (kind == KvQuant::kInt8) codes[d] = q;
     else if (d % 2 == 0) codes[d / 2] = q;
     else codes[d / 2] |= static_cast<uint8_t>(q << 4);

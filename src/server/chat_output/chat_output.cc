@@ -13,6 +13,16 @@ ChatDelta ChatOutputParser::feed(std::string_view text) {
 
 ChatDelta ChatOutputParser::finish() { return route(reasoning_ ? reasoning_->finish() : ReasoningStep{}, true); }
 
+ChatDelta ChatOutputParser::feed(std::string_view text, bool last) {
+  ChatDelta delta = feed(text);
+  if (!last) return delta;
+  ChatDelta rest = finish();
+  delta.reasoning += rest.reasoning;
+  delta.content += rest.content;
+  delta.tool_calls.insert(delta.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+  return delta;
+}
+
 // Reasoning goes out as it is; content passes through the tool-call parser.
 ChatDelta ChatOutputParser::route(ReasoningStep step, bool end) {
   ChatDelta delta;

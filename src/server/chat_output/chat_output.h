@@ -38,6 +38,8 @@ class ChatOutputParser {
 
   ChatDelta feed(std::string_view text);
   ChatDelta finish();
+  // feed(text), then finish() too when `last`, as one delta.
+  ChatDelta feed(std::string_view text, bool last);
   bool has_tool_calls() const { return tools_ && !tools_->calls().empty(); }
 
  private:

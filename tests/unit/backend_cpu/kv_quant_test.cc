@@ -48,7 +48,8 @@ TEST(KvQuant, Int8CodesOfOneRow) {
 TEST(KvQuant, RowsRoundTripWithinAStep) {
   std::mt19937 rng(7);
   for (KvQuant kind : {KvQuant::kInt8, KvQuant::kInt4}) {
-    for (auto [lo, hi] : {std::pair{-1.0, 1.0}, std::pair{0.5, 30.0}, std::pair{-4.0, -0.001}, std::pair{-1e-4, 3e-4}}) {
+    for (auto [lo, hi] :
+         {std::pair{-1.0, 1.0}, std::pair{0.5, 30.0}, std::pair{-4.0, -0.001}, std::pair{-1e-4, 3e-4}}) {
       std::vector<float> x;
       for (double v : testing::random_values(128, rng, lo, hi)) x.push_back(static_cast<float>(v));
       QuantizedRow q;

@@ -82,7 +82,8 @@ TEST(ToolCalls, Hermes) {
                         "\"days\": [1, 2]}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n"
                         "</tool_call>");
   EXPECT_EQ(m.content, "Let me check.");
-  expect_calls(m.tool_calls, {{"get_weather", {{"city", "Paris"}, {"days", {1, 2}}}}, {"get_time", nlohmann::json::object()}});
+  expect_calls(m.tool_calls,
+               {{"get_weather", {{"city", "Paris"}, {"days", {1, 2}}}}, {"get_time", nlohmann::json::object()}});
   // Arguments are the model's JSON text, spacing kept.
   EXPECT_EQ(m.tool_calls[0].arguments, R"({"city": "Paris", "days": [1, 2]})");
 }
@@ -140,7 +141,8 @@ TEST(ToolCalls, Mistral) {
   expect_calls(m.tool_calls, {{"get_weather", {{"city", "Paris"}}}, {"get_time", nlohmann::json::object()}});
   for (const ToolCall& c : m.tool_calls) {
     EXPECT_EQ(c.id.size(), 9u) << "Mistral's templates need 9-character ids";
-    EXPECT_EQ(c.id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"), std::string::npos);
+    EXPECT_EQ(c.id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
+              std::string::npos);
   }
   m = tools(ToolCallFormat::kMistral, "Sure. [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}[TOOL_CALLS]f[ARGS]{}");
   EXPECT_EQ(m.content, "Sure.");
