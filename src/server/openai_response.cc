@@ -27,6 +27,11 @@ Json finish_json(const ChoiceOutput& choice) {
   return choice.finish_reason ? Json(finish_reason_text(*choice.finish_reason)) : Json(nullptr);
 }
 
+// vLLM's "stop_reason": the stop string that ended the choice, else null.
+Json stop_reason_json(const ChoiceOutput& choice) {
+  return choice.stop_string.empty() ? Json(nullptr) : Json(choice.stop_string);
+}
+
 // Legacy completions logprobs: parallel lists, top alternatives as {token: logprob} maps that
 // also hold the chosen token (as OpenAI and vLLM return them). An echoed prompt's tokens come
 // first, the first of them with null logprob and alternatives (as vLLM returns them).
@@ -97,7 +102,7 @@ Json completion_response(const ResponseMeta& meta, const std::vector<ChoiceOutpu
     const ChoiceOutput& c = choices[i];
     list.push_back({{"index", i}, {"text", c.text},
                     {"logprobs", meta.logprobs ? completion_logprobs(meta, c, 0) : Json(nullptr)},
-                    {"finish_reason", finish_json(c)}});
+                    {"finish_reason", finish_json(c)}, {"stop_reason", stop_reason_json(c)}});
   }
   Json body = envelope(meta, "text_completion", std::move(list));
   body["usage"] = usage_json(usage);
@@ -107,7 +112,7 @@ Json completion_response(const ResponseMeta& meta, const std::vector<ChoiceOutpu
 Json completion_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta, int64_t text_offset) {
   Json choice = {{"index", index}, {"text", delta.text},
                  {"logprobs", meta.logprobs ? completion_logprobs(meta, delta, text_offset) : Json(nullptr)},
-                 {"finish_reason", finish_json(delta)}};
+                 {"finish_reason", finish_json(delta)}, {"stop_reason", stop_reason_json(delta)}};
   Json body = envelope(meta, "text_completion", Json::array({std::move(choice)}));
   if (meta.usage_in_chunks) body["usage"] = nullptr;
   return body;
@@ -136,7 +141,8 @@ Json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& ch
     message["tool_calls"] = std::move(calls);
     list.push_back({{"index", i}, {"message", std::move(message)},
                     {"logprobs", meta.logprobs ? chat_logprobs(meta, c) : Json(nullptr)},
-                    {"finish_reason", chat_finish_reason(c.finish_reason, !m.tool_calls.empty())}});
+                    {"finish_reason", chat_finish_reason(c.finish_reason, !m.tool_calls.empty())},
+                    {"stop_reason", stop_reason_json(c)}});
   }
   Json body = envelope(meta, "chat.completion", std::move(list));
   body["usage"] = usage_json(usage);
@@ -167,7 +173,8 @@ Json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& del
   }
   Json choice = {{"index", index}, {"delta", std::move(out)},
                  {"logprobs", meta.logprobs && !delta.tokens.empty() ? chat_logprobs(meta, delta) : Json(nullptr)},
-                 {"finish_reason", chat_finish_reason(delta.finish_reason, tool_calls)}};
+                 {"finish_reason", chat_finish_reason(delta.finish_reason, tool_calls)},
+                 {"stop_reason", stop_reason_json(delta)}};
   Json body = envelope(meta, "chat.completion.chunk", Json::array({std::move(choice)}));
   if (meta.usage_in_chunks) body["usage"] = nullptr;
   return body;

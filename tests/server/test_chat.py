@@ -78,6 +78,7 @@ def test_stop(client):
                                        stop=[stop], extra_body=EOS_OFF)
     assert r.choices[0].finish_reason == "stop"
     assert r.choices[0].message.content == base[:base.index(stop)]
+    assert r.choices[0].stop_reason == stop  # vLLM's field: which stop string ended it
 
 
 def test_logprobs_and_top_logprobs(client):
