@@ -97,12 +97,12 @@ ToolCallStep ToolCallParser::finish() {
   ToolCallStep out;
   if (mode_ == Mode::kObject && call_open_) {
     calls_valid_ = false;  // cut off inside its arguments
-  } else if (mode_ == Mode::kObject || mode_ == Mode::kMistralName || mode_ == Mode::kLeading ||
-             mode_ == Mode::kContent || mode_ == Mode::kPlain || mode_ == Mode::kOpen) {
+  } else if (mode_ != Mode::kAfterObject) {
     // Unfinished markup is text the model wrote; after calls, only what is not space.
-    if (calls_.empty() || buffer_.find_first_not_of(" \t\r\n") != std::string::npos)
-      out.content = (calls_.empty() ? leading_ : std::string()) + buffer_;
+    const std::string rest = unconfirmed_ + buffer_;
+    if (calls_.empty() || rest.find_first_not_of(" \t\r\n") != std::string::npos) out.content = rest;
   }
+  unconfirmed_.clear();
   buffer_.clear();
   call_open_ = false;
   return out;
@@ -115,7 +115,7 @@ bool ToolCallParser::advance(ToolCallStep& out) {
       if (first == buffer_.size()) return false;
       std::string_view rest = std::string_view(buffer_).substr(first);
       if (rest.starts_with(kPythonTag)) {
-        leading_ += buffer_.substr(0, first + kPythonTag.size());
+        unconfirmed_ += buffer_.substr(0, first + kPythonTag.size());
         buffer_.erase(0, first + kPythonTag.size());
         return true;
       }
@@ -124,7 +124,7 @@ bool ToolCallParser::advance(ToolCallStep& out) {
         to_plain(out);
         return false;
       }
-      leading_ += buffer_.substr(0, first);
+      unconfirmed_ += buffer_.substr(0, first);
       buffer_.erase(0, first);
       mode_ = Mode::kObject;
       return true;
@@ -154,7 +154,9 @@ bool ToolCallParser::advance_content(ToolCallStep& out) {
     return false;
   }
   std::string_view before = std::string_view(buffer_).substr(0, found);
-  out.content += before.substr(0, before.size() - trailing_space_length(before));
+  const size_t text_end = before.size() - trailing_space_length(before);
+  out.content += before.substr(0, text_end);
+  unconfirmed_ = std::string(before.substr(text_end)) + std::string(marker);
   buffer_.erase(0, found + marker.size());
   in_array_ = false;
   mode_ = Mode::kOpen;
@@ -328,6 +330,7 @@ void ToolCallParser::start_call(std::string name, ToolCallStep& out) {
   ToolCall call{make_tool_call_id(format_), std::move(name), ""};
   out.calls.push_back({static_cast<int32_t>(calls_.size()), call.id, call.name, ""});
   calls_.push_back(std::move(call));
+  unconfirmed_.clear();
   call_open_ = true;
   arguments_sent_ = 0;
 }
@@ -344,8 +347,8 @@ void ToolCallParser::emit_arguments(std::string_view arguments_so_far, ToolCallS
 
 void ToolCallParser::to_plain(ToolCallStep& out) {
   mode_ = Mode::kPlain;
-  if (calls_.empty()) out.content += leading_;
-  leading_.clear();
+  out.content += unconfirmed_;
+  unconfirmed_.clear();
   out.content += buffer_;
   buffer_.clear();
 }

@@ -83,7 +83,9 @@ class ToolCallParser {
   ToolCallFormat format_;
   Mode mode_ = format_ == ToolCallFormat::kLlama3Json ? Mode::kLeading : Mode::kContent;
   std::string buffer_;             // received, not yet final
-  std::string leading_;            // llama3_json: space and <|python_tag|> before the first object
+  // Markup read since the last call began (a start marker; llama3_json's leading space and
+  // <|python_tag|>): content after all if no call follows.
+  std::string unconfirmed_;
   std::vector<ToolCall> calls_;
   bool call_open_ = false;         // calls_.back() is still receiving arguments
   size_t arguments_sent_ = 0;      // of the open call

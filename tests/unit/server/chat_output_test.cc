@@ -89,7 +89,8 @@ TEST(ToolCalls, Hermes) {
 }
 
 TEST(ToolCalls, HermesWithoutCallsIsContent) {
-  for (const char* text : {"Paris is sunny.", "a < b and <tool_ is not a marker", "ends with <tool_c", "  \n"}) {
+  for (const char* text : {"Paris is sunny.", "a < b and <tool_ is not a marker", "ends with <tool_c", "  \n",
+                           "Use <tool_call> tags for calls.", "<tool_call>"}) {
     ChatMessage m = tools(ToolCallFormat::kHermes, text);
     EXPECT_EQ(m.content, text);
     EXPECT_TRUE(m.tool_calls.empty());
