@@ -56,6 +56,8 @@ std::string ServerMetrics::render(const EngineStats& s) {
         s.num_blocks > 0 ? static_cast<double>(s.num_blocks_in_use) / s.num_blocks : 0.0);
   gauge("brisk_kv_cache_blocks_in_use", "KV cache blocks held by requests", static_cast<double>(s.num_blocks_in_use));
   gauge("brisk_kv_cache_blocks_total", "KV cache blocks", static_cast<double>(s.num_blocks));
+  gauge("brisk_kv_cache_capacity_tokens", "Tokens the KV cache holds (its --kv-cache-dtype decides how many fit)",
+        static_cast<double>(s.kv_capacity_tokens));
   gauge("brisk_prefix_cache_hit_rate", "Prompt tokens served by the prefix cache / prompt tokens looked up",
         s.num_prefix_queried_tokens > 0 ? static_cast<double>(s.num_prefix_hit_tokens) / s.num_prefix_queried_tokens
                                         : 0.0);

@@ -106,6 +106,19 @@ def test_metrics_exposition(http, client):
     assert buckets == sorted(buckets)
 
 
+def test_quantized_kv_cache_capacity_in_metrics(model_dir, http):
+    """--kv-cache-dtype int8 holds more tokens in the same --kv-cache-memory, and /metrics says so
+    (the tiny model's cache is f32 at head_dim 32: 128 bytes a row against 32 + 3)."""
+    from conftest import Server, httpx
+    capacity = metric(http.get("/metrics").text, "brisk_kv_cache_capacity_tokens")
+    s = Server(model_dir, "--kv-cache-dtype", "int8")
+    try:
+        quantized = metric(httpx.get(s.url + "/metrics").text, "brisk_kv_cache_capacity_tokens")
+    finally:
+        assert s.stop() == 0
+    assert capacity > 0 and quantized / capacity > 3.5
+
+
 def test_prefix_cache_hit_rate(http, client):
     prompt = "A shared prefix that is long enough to fill a few KV blocks of sixteen tokens each. " * 3
     for _ in range(2):
