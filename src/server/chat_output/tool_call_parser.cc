@@ -212,26 +212,19 @@ bool ToolCallParser::advance_mistral_name(ToolCallStep& out) {
 bool ToolCallParser::advance_object(ToolCallStep& out) {
   if (buffer_.empty()) return false;
   if (buffer_.front() != '{') {  // only after mistral's [ARGS]
-    calls_valid_ = false;
-    call_open_ = false;
-    to_plain(out);
+    abandon_call(out);
     return false;
   }
   if (arguments_are_object_) {
     const ValueScan scan = scan_json_value(buffer_, 0);
     if (scan.state == ScanState::kMalformed) {
-      calls_valid_ = false;
-      call_open_ = false;
-      to_plain(out);
+      abandon_call(out);
       return false;
     }
     const size_t end = scan.state == ScanState::kComplete ? scan.end : buffer_.size();
     emit_arguments(std::string_view(buffer_).substr(0, end), out);
     if (scan.state != ScanState::kComplete) return false;
-    if (Json::parse(calls_.back().arguments, nullptr, false).is_discarded()) calls_valid_ = false;
-    buffer_.erase(0, end);
-    call_open_ = false;
-    mode_ = Mode::kAfterObject;
+    close_call(end, !Json::parse(calls_.back().arguments, nullptr, false).is_discarded());
     return true;
   }
   const ObjectScan scan = scan_json_object(buffer_, 0);
@@ -251,9 +244,7 @@ bool ToolCallParser::advance_object(ToolCallStep& out) {
     start_call(value.get<std::string>(), out);
   }
   if (scan.state == ScanState::kMalformed) {
-    if (call_open_) calls_valid_ = false;
-    call_open_ = false;
-    to_plain(out);
+    abandon_call(out);
     return false;
   }
   const JsonMember* arguments = scan.find("arguments");
@@ -276,11 +267,8 @@ bool ToolCallParser::advance_object(ToolCallStep& out) {
   }
   if (!arguments) emit_arguments("{}", out);
   Json object = Json::parse(std::string_view(buffer_).substr(0, scan.end), nullptr, false);
-  if (object.is_discarded() || Json::parse(calls_.back().arguments, nullptr, false).is_discarded())
-    calls_valid_ = false;
-  buffer_.erase(0, scan.end);
-  call_open_ = false;
-  mode_ = Mode::kAfterObject;
+  close_call(scan.end,
+             !object.is_discarded() && !Json::parse(calls_.back().arguments, nullptr, false).is_discarded());
   return true;
 }
 
@@ -343,6 +331,19 @@ void ToolCallParser::emit_arguments(std::string_view arguments_so_far, ToolCallS
   const int32_t index = static_cast<int32_t>(calls_.size()) - 1;
   if (!out.calls.empty() && out.calls.back().index == index) out.calls.back().arguments += piece;
   else out.calls.push_back({index, "", "", std::string(piece)});
+}
+
+void ToolCallParser::close_call(size_t end, bool valid) {
+  if (!valid) calls_valid_ = false;
+  buffer_.erase(0, end);
+  call_open_ = false;
+  mode_ = Mode::kAfterObject;
+}
+
+void ToolCallParser::abandon_call(ToolCallStep& out) {
+  if (call_open_) calls_valid_ = false;
+  call_open_ = false;
+  to_plain(out);
 }
 
 void ToolCallParser::to_plain(ToolCallStep& out) {

@@ -77,6 +77,10 @@ class ToolCallParser {
   bool advance_mistral_name(ToolCallStep& out);
   void start_call(std::string name, ToolCallStep& out);
   void emit_arguments(std::string_view arguments_so_far, ToolCallStep& out);
+  // The open call's object ends at buffer_[end]; `valid`: it parsed as JSON.
+  void close_call(size_t end, bool valid);
+  // The open call (if any) is not valid JSON; the rest is content.
+  void abandon_call(ToolCallStep& out);
   // Gives up on calls from here: the rest is content.
   void to_plain(ToolCallStep& out);
 
