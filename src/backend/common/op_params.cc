@@ -14,8 +14,6 @@ namespace {
 // The [num_blocks, num_kv_heads, block_size, head_dim] paged caches of one layer.
 void check_kv_caches(std::string_view op, const TensorView& k_cache, const TensorView& v_cache,
                      const KvQuantParams& quant, int num_kv_heads, int head_dim, Device device) {
-  BRISK_CHECK(device == Device::kCpu || quant.kind == KvQuant::kNone,
-              "{}: a quantized KV cache is read by the CPU backend only so far", op);
   const int64_t row_bytes = quant.kind == KvQuant::kInt4 ? head_dim / 2 : head_dim;
   for (auto [name, cache] : {std::pair{"k_cache", k_cache}, std::pair{"v_cache", v_cache}}) {
     check_view(op, name, cache, 4, Layout::kContiguous, device);

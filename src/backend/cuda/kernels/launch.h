@@ -70,6 +70,21 @@ struct RmsNormArgs {
 };
 void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream);
 
+// How a paged KV cache holds its values (backend.h: KvQuant): 16-bit or fp32 floats (kNone: the
+// cache's FloatType), or one code per value of a (token, kv head) row of head_dim values: int8 /
+// int4 (two per byte, even dims in the low nibble) x = (code - zero) * scale with an f16 scale and
+// u8 zero per row, or fp8 e4m3 x = code * the cache's scale.
+enum class KvCodes : int32_t { kNone = 0, kInt8 = 1, kInt4 = 2, kFp8 = 3 };
+struct KvQuantArgs {
+  KvCodes codes = KvCodes::kNone;
+  uint16_t* k_scale = nullptr;  // int8 / int4: f16 bits [num_blocks, num_kv_heads, block_size]
+  uint16_t* v_scale = nullptr;
+  uint8_t* k_zero = nullptr;  // int8 / int4: [num_blocks, num_kv_heads, block_size]
+  uint8_t* v_zero = nullptr;
+  float k_fp8_scale = 1.0f;  // fp8
+  float v_fp8_scale = 1.0f;
+};
+
 struct RopeKvAppendArgs {
   void* qkv = nullptr;
   int64_t qkv_stride = 0;
@@ -93,6 +108,7 @@ struct RopeKvAppendArgs {
   FloatType v_type = FloatType::kF32;
   int64_t num_slots = 0;  // slots >= num_slots are skipped like negative ones
   int block_size = 0;
+  KvQuantArgs quant;  // codes: k_cache / v_cache hold them (k_type / v_type unused), quantized per row
   int64_t num_tokens = 0;
   // head_dim / 16 a power of two and every qkv row, cache, cos_sin row and norm weight 16-byte
   // aligned: the kernel with 16-byte accesses.
@@ -216,6 +232,7 @@ struct AttentionArgs {
   FloatType k_type = FloatType::kF32;
   const void* v_cache = nullptr;
   FloatType v_type = FloatType::kF32;
+  KvQuantArgs quant;  // codes: the tensor-core kernels only (k_type / v_type f16, what they dequantize to)
   const int32_t* block_tables = nullptr;
   int64_t max_blocks_per_seq = 0;
   int64_t num_cache_blocks = 0;  // block ids outside [0, num_cache_blocks) read as zeros

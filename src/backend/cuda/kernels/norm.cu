@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/kv_codes.cuh"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/rope_rotate.cuh"
@@ -160,6 +161,88 @@ __global__ void rope_kv_append_kernel(RopeKvAppendArgs a) {
   }
 }
 
+// Lane j of a head's group: its 8 pairs (dims 8 j + e, half + 8 j + e) normalised (norm: the
+// head's weight, else none) and rotated in place.
+__device__ __forceinline__ void rotate_head(const RopeKvAppendArgs& a, int32_t position, int j, const void* norm,
+                                            FloatType norm_type, float inv_rms, float (&x1)[8], float (&x2)[8]) {
+  const int64_t half = a.head_dim / 2;
+  float cos[8], sin[8];
+  load8(a.cos_sin, FloatType::kF32, position * a.cos_sin_stride + 8 * j, cos);
+  load8(a.cos_sin, FloatType::kF32, position * a.cos_sin_stride + half + 8 * j, sin);
+  if (norm != nullptr) {
+    float w1[8], w2[8];
+    load8(norm, norm_type, 8 * j, w1);
+    load8(norm, norm_type, half + 8 * j, w2);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      x1[e] = x1[e] * inv_rms * w1[e];
+      x2[e] = x2[e] * inv_rms * w2[e];
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const float y1 = rope_first_half(x1[e], x2[e], cos[e], sin[e]);
+    const float y2 = rope_second_half(x1[e], x2[e], cos[e], sin[e]);
+    x1[e] = y1;
+    x2[e] = y2;
+  }
+}
+
+// One (token, kv head) row quantized into a cache of codes (kv_codes.cuh) by the `lanes` lanes of
+// its group, lane j holding dims [8 j, 8 j + 8) in x1 and the same of the second half in x2; the
+// row's min and max go round the group (every lane of the warp calls this). Writes only with
+// `write`; lane 0 writes the row's scale and zero.
+__device__ __forceinline__ void store_quantized_row(const KvQuantArgs& q, void* cache, bool value, bool write, int64_t row,
+                                                    int head_dim, int j, int lanes, const float (&x1)[8],
+                                                    const float (&x2)[8]) {
+  const int half = head_dim / 2;
+  if (q.codes == KvCodes::kFp8) {
+    if (!write) return;
+    const float scale = value ? q.v_fp8_scale : q.k_fp8_scale;
+    uint8_t* codes = static_cast<uint8_t*>(cache) + row * head_dim;
+    for (int h = 0; h < 2; ++h) {
+      const float(&x)[8] = h == 0 ? x1 : x2;
+      uint32_t w[2] = {0, 0};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) w[e / 4] |= e4m3_code(x[e], scale) << (8 * (e % 4));
+      *reinterpret_cast<uint2*>(codes + h * half + 8 * j) = make_uint2(w[0], w[1]);
+    }
+    return;
+  }
+  float lo = 0.0f, hi = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    lo = fminf(lo, fminf(x1[e], x2[e]));
+    hi = fmaxf(hi, fmaxf(x1[e], x2[e]));
+  }
+  for (int o = 1; o < lanes; o *= 2) {
+    lo = fminf(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, o));
+    hi = fmaxf(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, o));
+  }
+  if (!write) return;
+  const bool int4 = q.codes == KvCodes::kInt4;
+  const RowQuant r = row_quant(lo, hi, int4 ? 15.0f : 255.0f);
+  if (j == 0) {
+    (value ? q.v_scale : q.k_scale)[row] = r.scale_bits;
+    (value ? q.v_zero : q.k_zero)[row] = static_cast<uint8_t>(r.zero);
+  }
+  uint8_t* codes = static_cast<uint8_t*>(cache) + row * (int4 ? half : head_dim);
+  for (int h = 0; h < 2; ++h) {
+    const float(&x)[8] = h == 0 ? x1 : x2;
+    if (int4) {
+      uint32_t w = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) w |= quantize_value(x[e], r) << (4 * e);
+      *reinterpret_cast<uint32_t*>(codes + (h * half + 8 * j) / 2) = w;
+    } else {
+      uint32_t w[2] = {0, 0};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) w[e / 4] |= quantize_value(x[e], r) << (8 * (e % 4));
+      *reinterpret_cast<uint2*>(codes + h * half + 8 * j) = make_uint2(w[0], w[1]);
+    }
+  }
+}
+
 // rope_kv_append with 16-byte accesses (RopeKvAppendArgs::vectorized): a group of head_dim / 16
 // lanes takes one (token, head) of q, k or v, lane j of it the 8 elements [8 j, 8 j + 8) of the
 // head's first half and their rotation partners in the second half. A warp takes 32 / (head_dim /
@@ -189,7 +272,7 @@ __global__ void rope_kv_append_vec_kernel(RopeKvAppendArgs a, int group_lanes_lo
     const int64_t block = write_cache ? slot / a.block_size : 0;
     const int64_t offset = write_cache ? slot % a.block_size : 0;
     const int64_t index = t * a.qkv_stride + int64_t{h} * a.head_dim + 8 * j;
-    float x1[8], x2[8];
+    float x1[8] = {}, x2[8] = {};
     if (valid) {
       load8(a.qkv, a.qkv_type, index, x1);
       load8(a.qkv, a.qkv_type, index + half, x2);
@@ -207,6 +290,17 @@ __global__ void rope_kv_append_vec_kernel(RopeKvAppendArgs a, int group_lanes_lo
       for (int o = 1; o < group_lanes; o *= 2) sum_squares += __shfl_xor_sync(0xFFFFFFFFu, sum_squares, o);
       inv_rms = 1.0f / sqrtf(sum_squares / static_cast<float>(a.head_dim) + a.norm_eps);
     }
+    if (a.quant.codes != KvCodes::kNone) {  // uniform over the warp, as the row reductions' shuffles need
+      if (valid && !is_v) {
+        rotate_head(a, position, j, norm, norm_type, inv_rms, x1, x2);
+        store8(a.qkv, a.qkv_type, index, x1);
+        store8(a.qkv, a.qkv_type, index + half, x2);
+      }
+      const int64_t row = (block * a.num_kv_heads + cache_head) * a.block_size + offset;
+      store_quantized_row(a.quant, is_v ? a.v_cache : a.k_cache, is_v, write_cache && !is_q, row, a.head_dim, j,
+                          group_lanes, x1, x2);
+      continue;
+    }
     if (!valid) continue;
     if (is_v) {
       if (write_cache) {
@@ -215,29 +309,12 @@ __global__ void rope_kv_append_vec_kernel(RopeKvAppendArgs a, int group_lanes_lo
       }
       continue;
     }
-    float cos[8], sin[8], y1[8], y2[8];
-    load8(a.cos_sin, FloatType::kF32, position * a.cos_sin_stride + 8 * j, cos);
-    load8(a.cos_sin, FloatType::kF32, position * a.cos_sin_stride + half + 8 * j, sin);
-    if (norm != nullptr) {
-      float w1[8], w2[8];
-      load8(norm, norm_type, 8 * j, w1);
-      load8(norm, norm_type, half + 8 * j, w2);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        x1[e] = x1[e] * inv_rms * w1[e];
-        x2[e] = x2[e] * inv_rms * w2[e];
-      }
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      y1[e] = rope_first_half(x1[e], x2[e], cos[e], sin[e]);
-      y2[e] = rope_second_half(x1[e], x2[e], cos[e], sin[e]);
-    }
-    store8(a.qkv, a.qkv_type, index, y1);
-    store8(a.qkv, a.qkv_type, index + half, y2);
+    rotate_head(a, position, j, norm, norm_type, inv_rms, x1, x2);
+    store8(a.qkv, a.qkv_type, index, x1);
+    store8(a.qkv, a.qkv_type, index + half, x2);
     if (!is_q && write_cache) {
-      store8(a.k_cache, a.k_type, cache_index, y1);
-      store8(a.k_cache, a.k_type, cache_index + half, y2);
+      store8(a.k_cache, a.k_type, cache_index, x1);
+      store8(a.k_cache, a.k_type, cache_index + half, x2);
     }
   }
 }

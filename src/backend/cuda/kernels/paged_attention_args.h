@@ -13,9 +13,10 @@ struct PagedAttentionArgs {
   const void* q = nullptr;  // [num_tokens, num_heads * head_dim] rows of q_stride elements
   int64_t q_stride = 0;
   FloatType q_type = FloatType::kBF16;
-  const void* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
+  const void* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim] (or codes)
   const void* v_cache = nullptr;
-  FloatType kv_type = FloatType::kBF16;
+  FloatType kv_type = FloatType::kBF16;  // with codes: the type K / V are dequantized to (f16)
+  KvQuantArgs quant;
   const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
   int64_t max_blocks_per_seq = 0;
   int64_t num_cache_blocks = 0;  // block ids outside [0, num_cache_blocks) read as zeros

@@ -1,22 +1,59 @@
 // The K/V tiles of one (sequence, KV head) streamed from the paged cache into a shared-memory ring
 // by the tensor-core attention kernels (decode_attention/, prefill_attention/). Tile t holds keys
-// [key0 + t * kTileKeys, ...); thread tid copies the 16-byte chunk tid % kChunks of keys
-// tid / kChunks + i * kKeyStep with cp.async, into the XOR-swizzled rows of ring stage
-// t % kStages. Keys at or past key_end, or whose block-table entry is outside the table or the
-// cache, land as zeros (and read nothing). The block-table entries of a tile are fetched a tile
-// ahead (fetch_ids), so their latency hides behind the current tile's math.
+// [key0 + t * kTileKeys, ...); thread tid copies the 16-byte chunk tid % kKvChunks of keys
+// tid / kKvChunks + i * kKeyStep with cp.async, into the XOR-swizzled rows (kv_swizzled) of ring
+// stage t % kStages. Keys at or past key_end, or whose block-table entry is outside the table or
+// the cache, land as zeros (and read nothing). The block-table entries of a tile are fetched a
+// tile ahead (fetch_ids), so their latency hides behind the current tile's math. A quantized
+// cache's rows (kv_codes.cuh) are copied as they are, and with int8 / int4 codes the rows' scales
+// and zeros land after the stage's V (KvRingLayout), zeros past key_end.
 //
-// Config provides kHeadDim, kTileKeys, kChunks, kLoadsPerThread, kKeyStep, kStages, kStageBytes
-// and kTileBytes; Args (the kernel's argument struct, read in place like the kernels' own code
-// does) block_tables, max_blocks_per_seq, k_cache, v_cache, num_kv_heads, block_size_log2 and
-// num_cache_blocks.
+// Config provides kHeadDim, kTileKeys, kStages and KvRingLayout's members; Args (the kernel's
+// argument struct, read in place like the kernels' own code does) block_tables,
+// max_blocks_per_seq, k_cache, v_cache, quant, num_kv_heads, block_size_log2 and num_cache_blocks.
 #pragma once
 
 #include <cstdint>
 
+#include "backend/cuda/kernels/kv_codes.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 
 namespace brisk::cuda {
+
+// The ring's layout for K / V of kCodes (kNone: 16-bit floats) in tiles of kTileKeys keys copied
+// by kThreads threads.
+template <int kHeadDim, int kTileKeys, int kThreads, KvCodes kCodesArg>
+struct KvRingLayout {
+  static constexpr KvCodes kCodes = kCodesArg;
+  static constexpr int kKvRowBytes = kv_row_bytes<kCodes>(kHeadDim);
+  static constexpr int kKvChunks = kKvRowBytes / 16;          // 16-byte chunks per key row
+  static constexpr int kTileBytes = kTileKeys * kKvRowBytes;  // K (or V) of one stage
+  static constexpr bool kRowParams = kv_has_row_params<kCodes>();
+  // int8 / int4: after the stage's V, the K scales and V scales (f16), then K zeros and V zeros.
+  static constexpr int kParamsBytes = kRowParams ? 6 * kTileKeys : 0;
+  static constexpr int kKScaleOffset = 2 * kTileBytes;
+  static constexpr int kVScaleOffset = kKScaleOffset + 2 * kTileKeys;
+  static constexpr int kKZeroOffset = kVScaleOffset + 2 * kTileKeys;
+  static constexpr int kVZeroOffset = kKZeroOffset + kTileKeys;
+  static constexpr int kStageBytes = 2 * kTileBytes + kParamsBytes;
+  static constexpr int kLoadsPerThread = kTileKeys * kKvChunks / kThreads;  // per K (or V) tile
+  static constexpr int kKeyStep = kThreads / kKvChunks;  // keys between a thread's loads
+  static_assert(kKvRowBytes % 16 == 0 && kThreads % kKvChunks == 0 && kLoadsPerThread * kKeyStep == kTileKeys);
+};
+
+// The byte offset of 16-byte chunk `chunk` of key row `row` in a tile of kKvChunks-chunk rows:
+// rows of 8 chunks or more are swizzled<>; shorter rows share 128-byte lines, whose chunks are
+// XOR-swizzled by line so that the row reads of the quantized decode kernel spread over the banks.
+template <int kKvChunks>
+__device__ __forceinline__ uint32_t kv_swizzled(int row, int chunk) {
+  if constexpr (kKvChunks >= 8) {
+    return swizzled<kKvChunks>(row, chunk);
+  } else {
+    const int unit = row * kKvChunks + chunk;
+    const int line = unit / 8;
+    return static_cast<uint32_t>((line * 8 + ((unit % 8) ^ ((line & (kKvChunks - 1)) * (8 / kKvChunks)))) * 16);
+  }
+}
 
 // [src, src + bytes) into L2 (Hopper bulk prefetch; 16-byte aligned, bytes a multiple of 16).
 __device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes) {
@@ -35,8 +72,8 @@ struct PagedKvTiles {
         key0(key0_arg),
         key_end(key_end_arg),
         num_tiles(num_tiles_arg),
-        load_chunk(static_cast<int>(threadIdx.x) % Config::kChunks),
-        load_key0(static_cast<int>(threadIdx.x) / Config::kChunks),
+        load_chunk(static_cast<int>(threadIdx.x) % Config::kKvChunks),
+        load_key0(static_cast<int>(threadIdx.x) / Config::kKvChunks),
         policy(kEvictFirst ? l2_evict_first_policy() : 0) {}
 
   // Block ids of tile `tile`'s keys for this thread's copies (-1: no copy, zeros land instead).
@@ -64,13 +101,32 @@ struct PagedKvTiles {
       const int key = key0 + tile * Config::kTileKeys + local;
       const int id = ids[i];
       const bool valid = key < key_end && id >= 0 && id < a.num_cache_blocks;
-      const int64_t element =
-          valid ? (((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)) *
-                          Config::kHeadDim + load_chunk * 8
-                : 0;
-      const uint32_t dst = swizzled<Config::kChunks>(local, load_chunk);
-      copy(shared_address(k_dst + dst), k_cache + element * 2, valid ? 16 : 0);
-      copy(shared_address(v_dst + dst), v_cache + element * 2, valid ? 16 : 0);
+      const int64_t row = valid ? ((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)
+                                : 0;
+      const int64_t offset = valid ? row * Config::kKvRowBytes + load_chunk * 16 : 0;
+      const uint32_t dst = kv_swizzled<Config::kKvChunks>(local, load_chunk);
+      copy(shared_address(k_dst + dst), k_cache + offset, valid ? 16 : 0);
+      copy(shared_address(v_dst + dst), v_cache + offset, valid ? 16 : 0);
+      if constexpr (Config::kRowParams) {
+        if (load_chunk == 0) issue_row_params(local, key, row, valid, k_dst);
+      }
+    }
+  }
+
+  // Int8 / int4: the scales of keys (key, key + 1) for an even local key, and the zeros of keys
+  // [key, key + 4) for a local key divisible by 4 (block sizes of 4 and more keep them in one
+  // block), the keys past key_end zero-filled.
+  __device__ __forceinline__ void issue_row_params(int local, int key, int64_t row, bool valid, uint8_t* stage) const {
+    const int ahead = valid ? key_end - key : 0;  // keys from `key` on that exist
+    if (local % 2 == 0) {
+      const int bytes = 2 * min(ahead, 2);
+      cp_async_4(shared_address(stage + Config::kKScaleOffset + 2 * local), a.quant.k_scale + row, bytes);
+      cp_async_4(shared_address(stage + Config::kVScaleOffset + 2 * local), a.quant.v_scale + row, bytes);
+    }
+    if (local % 4 == 0) {
+      const int bytes = min(ahead, 4);
+      cp_async_4(shared_address(stage + Config::kKZeroOffset + local), a.quant.k_zero + row, bytes);
+      cp_async_4(shared_address(stage + Config::kVZeroOffset + local), a.quant.v_zero + row, bytes);
     }
   }
 
@@ -84,7 +140,7 @@ struct PagedKvTiles {
     static_assert((1 << kTileKeysLog2) == Config::kTileKeys);
     const int run_log2 = min(static_cast<int>(a.block_size_log2), kTileKeysLog2);
     const int runs = (min(count, num_tiles) * Config::kTileKeys) >> run_log2;
-    const uint32_t run_bytes = static_cast<uint32_t>(Config::kHeadDim * 2) << run_log2;
+    const uint32_t run_bytes = static_cast<uint32_t>(Config::kKvRowBytes) << run_log2;
     const int block_mask = (1 << a.block_size_log2) - 1;
     for (int r = static_cast<int>(threadIdx.x); r < runs; r += static_cast<int>(blockDim.x)) {
       const int key = key0 + (r << run_log2);
@@ -92,10 +148,10 @@ struct PagedKvTiles {
       if (key >= key_end || block >= a.max_blocks_per_seq) break;
       const int id = block_table[block];
       if (id < 0 || id >= a.num_cache_blocks) continue;
-      const int64_t element =
-          (((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)) * Config::kHeadDim;
-      prefetch_l2_bulk(static_cast<const char*>(a.k_cache) + element * 2, run_bytes);
-      prefetch_l2_bulk(static_cast<const char*>(a.v_cache) + element * 2, run_bytes);
+      const int64_t offset =
+          (((int64_t{id} * a.num_kv_heads + kv_head) << a.block_size_log2) + (key & block_mask)) * Config::kKvRowBytes;
+      prefetch_l2_bulk(static_cast<const char*>(a.k_cache) + offset, run_bytes);
+      prefetch_l2_bulk(static_cast<const char*>(a.v_cache) + offset, run_bytes);
     }
   }
 

@@ -1,8 +1,8 @@
 // attention: paged causal GQA attention. Decode batches (every sequence <= 8 new tokens, bf16 /
-// f16 KV, head_dim 64 / 128 / 256, power-of-two block size) go to the tensor-core decode kernel
-// (kernels/decode_attention/), other batches with such KV to the tensor-core prefill kernel
-// (kernels/prefill_attention/); the rest (fp32 KV, head_dim 32, other block sizes) to the
-// generic kernel (kernels/generic_attention/). The ragged layout and the block tables are read on the device;
+// f16 KV or a quantized cache, head_dim 64 / 128 / 256, power-of-two block size) go to the
+// tensor-core decode kernel (kernels/decode_attention/), other batches with such KV to the
+// tensor-core prefill kernel (kernels/prefill_attention/); the rest (fp32 KV, head_dim 32, other
+// block sizes; never a quantized cache) to the generic kernel (kernels/generic_attention/). The ragged layout and the block tables are read on the device;
 // reads outside a sequence's block table or the cache give zeros instead of the CPU reference's
 // up-front errors (those would need a device-to-host copy). max_query_len and max_context_len,
 // when given, must be upper bounds: they size the grid. The launch shape depends on host-known
@@ -43,20 +43,23 @@ void check_views(const AttentionParams& p) {
               "attention: q is {}: too many tokens", p.q.describe());
 }
 
+// Both tensor-core kernels copy the row parameters of int8 / int4 caches 4 keys at a time.
+bool block_size_fits(const AttentionArgs& a) {
+  return std::has_single_bit(static_cast<unsigned>(a.block_size)) && (a.quant.codes == KvCodes::kNone || a.block_size >= 4);
+}
+
 // The decode kernel's share of the support matrix (decode_attention.h); the rest goes generic.
 bool use_decode_kernel(const AttentionArgs& a) {
   return a.max_query_len <= kDecodeMaxQueryLen && a.k_type == a.v_type &&
-         decode_attention_supports(a.k_type, a.head_dim) &&
-         std::has_single_bit(static_cast<unsigned>(a.block_size));
+         decode_attention_supports(a.k_type, a.head_dim, a.quant.codes) && block_size_fits(a);
 }
 
 // The prefill kernel's share (prefill_attention.h): batches the decode kernel does not take
-// (some sequence has more than kDecodeMaxQueryLen new tokens) with 16-bit KV of a head dim in
-// its table; fp32 KV and head_dim 32 stay on the generic kernel.
+// (some sequence has more than kDecodeMaxQueryLen new tokens) with 16-bit or quantized KV of a
+// head dim in its table; fp32 KV and head_dim 32 stay on the generic kernel.
 bool use_prefill_kernel(const AttentionArgs& a) {
   return a.k_type == a.v_type && (a.k_type == FloatType::kBF16 || a.k_type == FloatType::kF16) &&
-         (a.head_dim == 64 || a.head_dim == 128 || a.head_dim == 256) &&
-         std::has_single_bit(static_cast<unsigned>(a.block_size));
+         prefill_attention_supports(a.k_type, a.head_dim, a.quant.codes) && block_size_fits(a);
 }
 
 // The split-KV kernels' partial results: accumulators [num_splits * num_tokens * num_heads,
@@ -85,6 +88,7 @@ PagedAttentionArgs paged_args(const AttentionArgs& g) {
   a.k_cache = g.k_cache;
   a.v_cache = g.v_cache;
   a.kv_type = g.k_type;
+  a.quant = g.quant;
   a.block_tables = g.block_tables;
   a.max_blocks_per_seq = g.max_blocks_per_seq;
   a.num_cache_blocks = g.num_cache_blocks;
@@ -112,7 +116,7 @@ void prefill_attention(const OpContext& ctx, const AttentionParams& p, const Att
   a.out_vectorized = reinterpret_cast<uintptr_t>(g.out) % 16 == 0 && g.out_stride % 8 == 0;
   a.max_query_len = g.max_query_len;
   a.work_counters = ctx.prefill_work_counters;
-  const PrefillKernelShape shape = prefill_attention_shape(a.kv_type, a.head_dim);
+  const PrefillKernelShape shape = prefill_attention_shape(a.kv_type, a.head_dim, a.quant.codes);
   const int64_t row_tiles =
       (int64_t{g.num_heads / g.num_kv_heads} * g.max_query_len + shape.rows() - 1) / shape.rows();
   BRISK_CHECK(row_tiles <= 65535, "attention: {} query tokens x group {} exceed the prefill kernel's grid",
@@ -159,9 +163,11 @@ AttentionArgs attention_args(const AttentionParams& p) {
   a.q_stride = p.q.stride(0);
   a.q_type = float_type(p.q.dtype());
   a.k_cache = p.k_cache.data();
-  a.k_type = float_type(p.k_cache.dtype());
   a.v_cache = p.v_cache.data();
-  a.v_type = float_type(p.v_cache.dtype());
+  a.quant = kv_quant_args(p.kv_quant);
+  const bool quantized = a.quant.codes != KvCodes::kNone;
+  a.k_type = quantized ? FloatType::kF16 : float_type(p.k_cache.dtype());
+  a.v_type = quantized ? FloatType::kF16 : float_type(p.v_cache.dtype());
   a.block_tables = p.block_tables.data_as<const int32_t>();
   a.max_blocks_per_seq = p.block_tables.size(1);
   a.num_cache_blocks = p.k_cache.size(0);
@@ -176,7 +182,7 @@ AttentionArgs attention_args(const AttentionParams& p) {
   a.num_kv_heads = p.num_kv_heads;
   a.head_dim = p.head_dim;
   a.block_size = static_cast<int>(p.k_cache.size(2));
-  a.scale = p.scale;
+  a.scale = a.quant.codes == KvCodes::kFp8 ? p.scale * p.kv_quant.k_fp8_scale : p.scale;  // K's fp8 scale
   a.sliding_window = p.sliding_window;
   a.max_query_len = p.max_query_len > 0 ? p.max_query_len : a.num_tokens;
   a.max_context_len = p.max_context_len;
@@ -196,6 +202,9 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
     prefill_attention(ctx, p, a);
     return;
   }
+  BRISK_CHECK(a.quant.codes == KvCodes::kNone,
+              "attention: a quantized KV cache on cuda needs head_dim 64, 128 or 256 and a power-of-two block size "
+              "of at least 4 (head_dim {}, block size {})", a.head_dim, a.block_size);
 
   a.num_splits = attention_num_splits(a, ctx.num_sms);
   // Freed on return: reuse of the memory is stream-ordered after the kernels.
@@ -208,7 +217,8 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
 bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams& r, const AttentionParams& p) {
   const RopeKvAppendArgs rope = rope_kv_append_args(r);  // checks r
   const AttentionArgs a = attention_args(p);
-  const bool fits = use_decode_kernel(a) && r.q_norm.empty() && r.k_norm.empty() && r.qkv.data() == p.q.data() &&
+  // A quantized cache's rows are quantized by rope_kv_append's kernel, whose lanes hold whole rows.
+  const bool fits = use_decode_kernel(a) && a.quant.codes == KvCodes::kNone && r.q_norm.empty() && r.k_norm.empty() && r.qkv.data() == p.q.data() &&
                     r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() && r.qkv.size(0) == p.q.size(0) &&
                     r.k_cache.data() == p.k_cache.data() && r.v_cache.data() == p.v_cache.data() &&
                     r.num_heads == p.num_heads && r.num_kv_heads == p.num_kv_heads && r.head_dim == p.head_dim;

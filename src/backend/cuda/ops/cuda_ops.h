@@ -37,6 +37,8 @@ void rms_norm(const OpContext& ctx, const RmsNormParams& p);
 void rope_kv_append(const OpContext& ctx, const RopeKvAppendParams& p);
 // The checked kernel arguments of rope_kv_append (also those of the fused decode attention).
 RopeKvAppendArgs rope_kv_append_args(const RopeKvAppendParams& p);
+// The kernels' view of a quantized cache's codes and row parameters (KvCodes::kNone: floats).
+KvQuantArgs kv_quant_args(const KvQuantParams& p);
 void attention(const OpContext& ctx, const AttentionParams& p);
 // rope_kv_append then attention as one decode kernel launch when the pair fits it (decode
 // batches, no q / k norms, attn.q the q columns of append.qkv) and fusing pays

@@ -24,6 +24,24 @@ void check_params(const RopeKvAppendParams& p) {
 
 }  // namespace
 
+static_assert(static_cast<int>(KvCodes::kInt8) == static_cast<int>(KvQuant::kInt8) &&
+              static_cast<int>(KvCodes::kInt4) == static_cast<int>(KvQuant::kInt4) &&
+              static_cast<int>(KvCodes::kFp8) == static_cast<int>(KvQuant::kFp8));
+
+KvQuantArgs kv_quant_args(const KvQuantParams& p) {
+  KvQuantArgs a;
+  a.codes = static_cast<KvCodes>(p.kind);
+  if (p.kind == KvQuant::kInt8 || p.kind == KvQuant::kInt4) {
+    a.k_scale = p.k_scale.data_as<uint16_t>();
+    a.v_scale = p.v_scale.data_as<uint16_t>();
+    a.k_zero = p.k_zero.data_as<uint8_t>();
+    a.v_zero = p.v_zero.data_as<uint8_t>();
+  }
+  a.k_fp8_scale = p.k_fp8_scale;
+  a.v_fp8_scale = p.v_fp8_scale;
+  return a;
+}
+
 RopeKvAppendArgs rope_kv_append_args(const RopeKvAppendParams& p) {
   check_params(p);
   RopeKvAppendArgs a;
@@ -48,9 +66,11 @@ RopeKvAppendArgs rope_kv_append_args(const RopeKvAppendParams& p) {
   a.head_dim = p.head_dim;
   a.slot_mapping = p.slot_mapping.data_as<const int32_t>();
   a.k_cache = p.k_cache.data();
-  a.k_type = float_type(p.k_cache.dtype());
   a.v_cache = p.v_cache.data();
-  a.v_type = float_type(p.v_cache.dtype());
+  a.quant = kv_quant_args(p.kv_quant);
+  const bool quantized = a.quant.codes != KvCodes::kNone;
+  a.k_type = quantized ? FloatType::kF16 : float_type(p.k_cache.dtype());
+  a.v_type = quantized ? FloatType::kF16 : float_type(p.v_cache.dtype());
   a.num_slots = p.k_cache.size(0) * p.k_cache.size(2);
   a.block_size = static_cast<int>(p.k_cache.size(2));
   a.num_tokens = p.qkv.size(0);
@@ -58,6 +78,10 @@ RopeKvAppendArgs rope_kv_append_args(const RopeKvAppendParams& p) {
   a.vectorized = p.head_dim % 16 == 0 && std::has_single_bit(static_cast<unsigned>(p.head_dim / 16)) &&
                  rows_vectorizable(p.qkv) && aligned(p.k_cache) && aligned(p.v_cache) && aligned(p.cos_sin) &&
                  p.cos_sin.stride(0) % 4 == 0 && aligned(p.q_norm) && aligned(p.k_norm);
+  // The quantizing writes are the 16-byte kernel's: a group of lanes holds the whole row.
+  BRISK_CHECK(!quantized || a.vectorized,
+              "rope_kv_append: a quantized KV cache on cuda needs head_dim 16 x a power of two and 16-byte "
+              "aligned rows (head_dim {}, qkv {})", p.head_dim, p.qkv.describe());
   return a;
 }
 

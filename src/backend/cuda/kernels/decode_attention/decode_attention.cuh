@@ -90,9 +90,9 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   epilogue.merge_splits_if_last(a, w, ring_s);
 }
 
-template <FloatType kKvType, int kHeadDim, int kWarps, int kStages, int kBlocksPerSm>
+template <FloatType kKvType, KvCodes kCodes, int kHeadDim, int kWarps, int kStages, int kBlocksPerSm>
 void launch_decode_attention_instance(const DecodeAttentionArgs& a, cudaStream_t stream) {
-  using Config = DecodeConfig<kHeadDim, kWarps, kStages, kBlocksPerSm>;
+  using Config = DecodeConfig<kHeadDim, kWarps, kStages, kBlocksPerSm, kCodes>;
   constexpr auto kernel = decode_attention_kernel<kKvType, Config>;
   allow_dynamic_shared_memory<kernel>(Config::kSharedBytes);
   const dim3 grid(a.num_splits, a.num_kv_heads * a.num_row_chunks, a.num_seqs);

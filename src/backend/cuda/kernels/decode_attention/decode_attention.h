@@ -5,7 +5,8 @@
 // single wave) is decode_plan.h. See decode_attention.cuh.
 //
 // Support matrix (the dispatch table in decode_attention.cu is built from it):
-//   KV dtype  bf16, f16 (q and out: any float dtype, converted on load / store)
+//   KV dtype  bf16, f16 (q and out: any float dtype, converted on load / store); int8, int4 and
+//             fp8 codes (launch.h: KvCodes), dequantized to f16 in registers (decode_quant_tile.cuh)
 //   head_dim  64, 128, 256
 //   group     any num_heads / num_kv_heads (rows of group * query tokens go 16 to a block)
 //   block     any power-of-two block size
@@ -62,11 +63,13 @@ struct DecodeAttentionArgs : PagedAttentionArgs {
   RopeKvAppendArgs rope;
 };
 
-// Whether the table has a kernel for this KV dtype and head dim.
-bool decode_attention_supports(FloatType kv_type, int head_dim);
+// Whether the table has a kernel for this KV dtype (with codes: the dtype they dequantize to) and
+// head dim.
+bool decode_attention_supports(FloatType kv_type, int head_dim, KvCodes codes = KvCodes::kNone);
 // The shape of the kernel the table picks for the key and the context bound (some keys have a
 // shape for short contexts: more, smaller blocks hide their start-up better).
-DecodeKernelShape decode_attention_shape(FloatType kv_type, int head_dim, int64_t max_context_len);
+DecodeKernelShape decode_attention_shape(FloatType kv_type, int head_dim, int64_t max_context_len,
+                                         KvCodes codes = KvCodes::kNone);
 // Launches the attention kernel (with num_splits > 1, partial_acc, partial_ml and merge_counters
 // must be set). Returns false, launching nothing, when the table has no kernel for
 // (kv_type, head_dim): the caller reports it.

@@ -3,23 +3,24 @@
 #pragma once
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
+#include "backend/cuda/kernels/paged_kv_tiles.cuh"
 
 namespace brisk::cuda::decode {
 
 constexpr int kKeysPerWarp = 16;  // each warp takes 16 keys of every tile: one m16n8k16 S tile pair
 static_assert(kDecodeRowsPerBlock == 16);
 
-template <int kHeadDimArg, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg>
-struct DecodeConfig {
+template <int kHeadDimArg, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg, KvCodes kCodesArg = KvCodes::kNone>
+struct DecodeConfig : KvRingLayout<kHeadDimArg, kWarpsArg * kKeysPerWarp, kWarpsArg * 32, kCodesArg> {
+  using Ring = KvRingLayout<kHeadDimArg, kWarpsArg * kKeysPerWarp, kWarpsArg * 32, kCodesArg>;
   static constexpr int kHeadDim = kHeadDimArg;
   static constexpr int kWarps = kWarpsArg;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kTileKeys = kWarps * kKeysPerWarp;  // keys per pipeline stage
   static constexpr int kStages = kStagesArg;
   static constexpr int kBlocksPerSm = kBlocksPerSmArg;
-  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per key row
-  static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;  // K (or V) of one stage
-  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks of a 16-bit row (q; K / V when not quantized)
+  static constexpr int kStageBytes = Ring::kStageBytes;
   static constexpr int kPipeBytes = kStages * kStageBytes;
   static constexpr int kQBytes = kDecodeRowsPerBlock * kHeadDim * 2;
   static constexpr int kReduceStride = kHeadDim + 4;  // floats; padding against bank conflicts
@@ -28,9 +29,6 @@ struct DecodeConfig {
   static constexpr int kRingBytes = kPipeBytes > kReduceBytes ? kPipeBytes : kReduceBytes;
   static constexpr int kMlBytes = kWarps * kDecodeRowsPerBlock * 2 * 4;
   static constexpr int kSharedBytes = kQBytes + kRingBytes + kMlBytes;
-  static constexpr int kLoadsPerThread = kTileKeys * kChunks / kThreads;  // per K (or V) tile
-  static constexpr int kKeyStep = kThreads / kChunks;  // keys between a thread's loads
-  static_assert(kThreads % kChunks == 0 && kLoadsPerThread * kKeyStep == kTileKeys);
   static_assert(kStages >= 2);
   static constexpr int kQLoadsPerThread = kDecodeRowsPerBlock * kChunks / kThreads;  // 8-element runs of q
   static_assert(kQLoadsPerThread * kThreads == kDecodeRowsPerBlock * kChunks);
@@ -42,9 +40,9 @@ struct DecodeConfig {
   static constexpr int kPrefetchTiles = 128 * 1024 / (kBlocksPerSm * kStageBytes);
   // K / V copies with an L2 evict-first policy: read once, their lines are the first to make
   // room, so they do not push out the lines prefetched for the tiles ahead, nor anything else in
-  // L2. Not in the 2-warp and head_dim 256 shapes: there ptxas 13.0 emits some hinted copies with
-  // a uniform-register descriptor it never writes (an illegal instruction at run time).
-  static constexpr bool kKvEvictFirst = kWarps == 4 && kHeadDim <= 128;
+  // L2. Not in the 2-warp, head_dim 256 and quantized shapes: there ptxas 13.0 emits some hinted
+  // copies with a uniform-register descriptor it never writes (an illegal instruction at run time).
+  static constexpr bool kKvEvictFirst = kWarps == 4 && kHeadDim <= 128 && kCodesArg == KvCodes::kNone;
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
 

@@ -9,6 +9,7 @@
 
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_merge.cuh"
+#include "backend/cuda/kernels/decode_attention/decode_quant_tile.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_work.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
@@ -45,11 +46,16 @@ struct DecodeEpilogue {
       const int r = g + 8 * h;
       const float m_max = row_max(r);
       const float factor = m_max == -INFINITY ? 0.0f : exp2f(mainloop.m[h] - m_max);
-      float* dst = reduce_s + (warp * kDecodeRowsPerBlock + r) * C::kReduceStride + 2 * t4;
+      float* dst = reduce_s + (warp * kDecodeRowsPerBlock + r) * C::kReduceStride;
 #pragma unroll
       for (int n = 0; n < kHeadDim / 8; ++n) {
-        *reinterpret_cast<float2*>(dst + n * 8) =
-            make_float2(mainloop.acc[n][2 * h] * factor, mainloop.acc[n][2 * h + 1] * factor);
+        if constexpr (C::kCodes == KvCodes::kNone) {
+          *reinterpret_cast<float2*>(dst + n * 8 + 2 * t4) =
+              make_float2(mainloop.acc[n][2 * h] * factor, mainloop.acc[n][2 * h + 1] * factor);
+        } else {  // O's columns are permuted (decode_quant_tile.cuh)
+          dst[decode_out_dim<C::kCodes, kHeadDim>(n, 2 * t4)] = mainloop.acc[n][2 * h] * factor;
+          dst[decode_out_dim<C::kCodes, kHeadDim>(n, 2 * t4 + 1)] = mainloop.acc[n][2 * h + 1] * factor;
+        }
       }
     }
     __syncthreads();

@@ -6,12 +6,14 @@
 // head_dim block): S = Q K^T (16 x 16, fp32 accumulators), causal / sliding-window mask per row,
 // online softmax in log2 units, P rounded to the KV dtype, O += P V (16 x head_dim, fp32).
 //
-// Thread layout (mma.sync m16n8k16): lane = 4 g + t4 holds rows g and g + 8 of S and O.
+// Thread layout (mma.sync m16n8k16): lane = 4 g + t4 holds rows g and g + 8 of S and O. Over a
+// quantized cache the K and V fragments are DecodeQuantTile's.
 #pragma once
 
 #include <cstdint>
 
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
+#include "backend/cuda/kernels/decode_attention/decode_quant_tile.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_work.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 
@@ -25,7 +27,8 @@ struct DecodeMainloop {
   int lane, warp, g, t4;
   int row_hi[2], row_lo[2];       // rows g, g + 8 see keys [row_lo, row_hi]; none for padding rows
   int last_position, lowest_key;  // the union of every row's keys
-  float scale_log2;
+  float scale_log2;  // the softmax scale in log2 units (with an fp8 cache: times K's scale, set by the launch)
+  float v_fp8_scale;  // fp8: V's scale, applied to O after the last tile
   float m[2];  // running max of the scaled scores (log2 units)
   float l[2];  // this thread's share of the running sums
   float acc[kHeadDim / 8][4];
@@ -51,6 +54,7 @@ struct DecodeMainloop {
     last_position = keys.last_position;
     lowest_key = keys.lowest_key;
     scale_log2 = a.scale * kLog2e;
+    v_fp8_scale = a.quant.v_fp8_scale;
     m[0] = m[1] = -INFINITY;
     l[0] = l[1] = 0.0f;
 #pragma unroll
@@ -85,18 +89,40 @@ struct DecodeMainloop {
       tiles.fetch_ids(t + C::kStages, ids);
       tile(keys.split_key0 + t * C::kTileKeys + warp * kKeysPerWarp, ring_s + (t % C::kStages) * C::kStageBytes);
     }
+    if constexpr (C::kCodes == KvCodes::kFp8) {
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n)
+        for (int e = 0; e < 4; ++e) acc[n][e] *= v_fp8_scale;
+    }
   }
 
   // The warp's 16 keys of one tile, from warp_key0; stage: the tile's {K, V} in the ring.
   __device__ __forceinline__ void tile(int warp_key0, const uint8_t* stage) {
     if (warp_key0 > last_position || warp_key0 + kKeysPerWarp - 1 < lowest_key) return;  // no row sees them
-    const uint32_t k_base = shared_address(stage);
-    const uint32_t v_base = k_base + C::kTileBytes;
     float s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-    scores(s, k_base);
     uint32_t p_frag[4];
-    softmax(s, warp_key0, p_frag);
-    accumulate_pv(p_frag, v_base);
+    if constexpr (C::kCodes == KvCodes::kNone) {
+      const uint32_t k_base = shared_address(stage);
+      scores(s, k_base);
+      softmax(s, warp_key0, p_frag);
+      accumulate_pv(p_frag, k_base + C::kTileBytes);
+    } else {
+      const DecodeQuantTile<C> quant{stage, warp, g, t4};
+      quant.scores(s, [this](uint32_t(&qa)[4], int kk) { q_fragment(qa, kk); });
+      softmax(s, warp_key0, p_frag);
+      quant.accumulate(acc, p_frag);
+    }
+  }
+
+  __device__ __forceinline__ void q_fragment(uint32_t (&qa)[4], int kk) const {
+    if constexpr (C::kQInRegisters) {
+      qa[0] = q_frag[kk][0];
+      qa[1] = q_frag[kk][1];
+      qa[2] = q_frag[kk][2];
+      qa[3] = q_frag[kk][3];
+    } else {
+      load_q_frag(qa, kk);
+    }
   }
 
   // S = Q K^T for the warp's 16 keys: n-tile 0 = keys 0-7, n-tile 1 = keys 8-15.
@@ -105,14 +131,7 @@ struct DecodeMainloop {
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       uint32_t qa[4];
-      if constexpr (C::kQInRegisters) {
-        qa[0] = q_frag[kk][0];
-        qa[1] = q_frag[kk][1];
-        qa[2] = q_frag[kk][2];
-        qa[3] = q_frag[kk][3];
-      } else {
-        load_q_frag(qa, kk);
-      }
+      q_fragment(qa, kk);
       uint32_t b[4];
       ldmatrix_x4(b, k_base + swizzled<C::kChunks>(warp * kKeysPerWarp + (matrix >> 1) * 8 + lane % 8,
                                                    kk * 2 + (matrix & 1)));

@@ -19,7 +19,7 @@ int decode_attention_row_chunks(int group, int max_query_len) {
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   constexpr int64_t kStartupKeys = 128;
   constexpr int64_t kMergeKeys = 128;
-  const DecodeKernelShape shape = decode_attention_shape(a.kv_type, a.head_dim, a.max_context_len);
+  const DecodeKernelShape shape = decode_attention_shape(a.kv_type, a.head_dim, a.max_context_len, a.quant.codes);
   const int64_t tile_keys = shape.tile_keys();
   const int64_t blocks = int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks;
   const int64_t slots = int64_t{std::max(num_sms, 1)} * shape.blocks_per_sm;
@@ -40,7 +40,7 @@ int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
 }
 
 bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms) {
-  const DecodeKernelShape shape = decode_attention_shape(a.kv_type, a.head_dim, a.max_context_len);
+  const DecodeKernelShape shape = decode_attention_shape(a.kv_type, a.head_dim, a.max_context_len, a.quant.codes);
   const int64_t blocks = int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks * a.num_splits;
   return blocks <= int64_t{num_sms} * shape.blocks_per_sm;
 }

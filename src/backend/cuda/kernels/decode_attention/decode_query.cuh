@@ -7,6 +7,7 @@
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention/decode_rope_append.cuh"
+#include "backend/cuda/kernels/decode_attention/decode_quant_tile.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_work.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
@@ -45,9 +46,15 @@ struct DecodeQuery {
         const int64_t token = w.q_begin + (w.row0 + r) / w.group;
         const int64_t head = int64_t{w.kv_head} * w.group + (w.row0 + r) % w.group;
         const int64_t base = token * a.q_stride + head * C::kHeadDim + c * 8;
+        if constexpr (C::kCodes == KvCodes::kNone) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j) values[i][j] = load_one(a.q, a.q_type, base + j);
-        rotate_q<C::kHeadDim>(a, position[i], base, c, values[i]);
+          for (int j = 0; j < 8; ++j) values[i][j] = load_one(a.q, a.q_type, base + j);
+          rotate_q<C::kHeadDim>(a, position[i], base, c, values[i]);
+        } else {  // in the order of the quantized cache's S fragments (no fused RoPE there)
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            values[i][j] = load_one(a.q, a.q_type, base - c * 8 + decode_q_dim<C::kCodes, C::kHeadDim>(c * 8 + j));
+        }
       }
     }
   }

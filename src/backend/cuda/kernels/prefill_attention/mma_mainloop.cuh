@@ -12,13 +12,16 @@
 
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/paged_kv_tiles.cuh"
 #include "backend/cuda/kernels/prefill_attention/prefill_attention.h"
 #include "backend/cuda/kernels/prefill_attention/query_rows.cuh"
 
 namespace brisk::cuda::prefill {
 
-template <int kHeadDimArg, int kMTilesArg, int kTileKeysArg, int kStagesArg, int kBlocksPerSmArg>
-struct PrefillConfig {
+template <int kHeadDimArg, int kMTilesArg, int kTileKeysArg, int kStagesArg, int kBlocksPerSmArg,
+          KvCodes kCodesArg = KvCodes::kNone>
+struct PrefillConfig : KvRingLayout<kHeadDimArg, kTileKeysArg, 128, kCodesArg> {
+  using Ring = KvRingLayout<kHeadDimArg, kTileKeysArg, 128, kCodesArg>;
   static constexpr int kHeadDim = kHeadDimArg;
   static constexpr int kWarps = 4;
   static constexpr int kThreads = kWarps * 32;
@@ -29,15 +32,14 @@ struct PrefillConfig {
   static constexpr int kNTiles = kTileKeys / 8;         // n-tiles of S per m-tile
   static constexpr int kStages = kStagesArg;
   static constexpr int kBlocksPerSm = kBlocksPerSmArg;
-  static constexpr int kChunks = kHeadDim / 8;          // 16-byte chunks per row
+  static constexpr int kChunks = kHeadDim / 8;          // 16-byte chunks per 16-bit row
   static constexpr int kQBytes = kRows * kHeadDim * 2;
-  static constexpr int kTileBytes = kTileKeys * kHeadDim * 2;  // K (or V) of one stage
-  static constexpr int kStageBytes = 2 * kTileBytes;
-  static constexpr int kSharedBytes = kQBytes + kStages * kStageBytes;
-  static constexpr int kLoadsPerThread = kTileKeys * kChunks / kThreads;  // per K (or V) tile
-  static constexpr int kKeyStep = kThreads / kChunks;  // keys between a thread's loads
+  static constexpr int kFloatTileBytes = kTileKeys * kHeadDim * 2;  // K (or V) of a tile the math reads
+  static constexpr int kStageBytes = Ring::kStageBytes;
+  // A quantized cache's tile is dequantized into one 16-bit {K, V} tile before the math.
+  static constexpr int kDequantBytes = kCodesArg == KvCodes::kNone ? 0 : 2 * kFloatTileBytes;
+  static constexpr int kSharedBytes = kQBytes + kStages * kStageBytes + kDequantBytes;
   static constexpr bool kQInRegisters = kMTiles * kHeadDim <= 128;
-  static_assert(kThreads % kChunks == 0 && kLoadsPerThread * kKeyStep == kTileKeys);
   static_assert(kTileKeys % 16 == 0 && kStages >= 2);
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
@@ -266,7 +268,7 @@ struct MmaMainloop {
     scores(s, k_base);
     uint32_t p_frag[kMTiles][kTileKeys / 16][4];
     softmax(s, key0, masked, p_frag);
-    accumulate(p_frag, k_base + C::kTileBytes);
+    accumulate(p_frag, k_base + C::kFloatTileBytes);
   }
 
   // Epilogue: rows g and g + 8 of each m-tile, columns 8 n + 2 t4 (+1).

@@ -10,8 +10,9 @@
 // K and V stream from the paged cache with 16-byte cp.async (zero fill past the end, rows
 // XOR-swizzled for conflict-free ldmatrix) through a kStages-deep ring (paged_kv_tiles.cuh), key
 // tiles of kTileKeys keys from the lowest key any row sees (sliding window) to the last row's
-// position; the block-table entries of a tile are loaded one tile ahead. The math per tile and
-// the epilogue: mma_mainloop.cuh.
+// position; the block-table entries of a tile are loaded one tile ahead. A quantized cache's tile
+// is dequantized into a 16-bit tile by the whole block first (dequantize_tile). The math per tile
+// and the epilogue: mma_mainloop.cuh.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +24,66 @@
 
 namespace brisk::cuda::prefill {
 
+// A quantized cache's tile (K and V codes and their row parameters in `stage`, kv_codes.cuh)
+// into the 16-bit f16 {K, V} tile the math reads (swizzled rows): thread tid converts the 16-byte
+// code chunks tid + i kThreads of K, then of V. fp8 V is multiplied by its scale here (K's is in
+// the softmax scale).
+template <typename C>
+__device__ __forceinline__ void dequantize_tile(const uint8_t* stage, uint8_t* out, float v_fp8_scale) {
+  constexpr KvCodes kCodes = C::kCodes;
+  constexpr int kOutChunks = kCodes == KvCodes::kInt4 ? 4 : 2;  // 16-bit chunks per code chunk
+  const __half2 v_scale = __float2half2_rn(v_fp8_scale);
+  for (int e = threadIdx.x; e < 2 * C::kTileKeys * C::kKvChunks; e += C::kThreads) {
+    const int m = e / (C::kTileKeys * C::kKvChunks);  // 0: K, 1: V
+    const int r = (e / C::kKvChunks) % C::kTileKeys;
+    const int c = e % C::kKvChunks;
+    const uint4 v = *reinterpret_cast<const uint4*>(stage + m * C::kTileBytes + kv_swizzled<C::kKvChunks>(r, c));
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+    __half2 zz, ss;
+    if constexpr (C::kRowParams) {
+      zz = __half2half2(kv_zero_plus_1024(stage[(m == 0 ? C::kKZeroOffset : C::kVZeroOffset) + r]));
+      ss = __half2half2(
+          kv_scale(*reinterpret_cast<const uint16_t*>(stage + (m == 0 ? C::kKScaleOffset : C::kVScaleOffset) + 2 * r)));
+    }
+    uint32_t outs[4 * kOutChunks];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (kCodes == KvCodes::kInt8) {
+        outs[2 * i] = dequant_pair(u8_pair_plus_1024(words[i], false), zz, ss);
+        outs[2 * i + 1] = dequant_pair(u8_pair_plus_1024(words[i], true), zz, ss);
+      } else if constexpr (kCodes == KvCodes::kInt4) {
+        uint32_t pairs[4];  // (dim k, dim 4 + k)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) pairs[k] = dequant_pair(u4_pair_plus_1024(words[i], k), zz, ss);
+        outs[4 * i] = byte_perm(pairs[0], pairs[1], 0x5410u);
+        outs[4 * i + 1] = byte_perm(pairs[2], pairs[3], 0x5410u);
+        outs[4 * i + 2] = byte_perm(pairs[0], pairs[1], 0x7632u);
+        outs[4 * i + 3] = byte_perm(pairs[2], pairs[3], 0x7632u);
+      } else {
+        outs[2 * i] = e4m3_pair_to_f16(words[i], false);
+        outs[2 * i + 1] = e4m3_pair_to_f16(words[i], true);
+        if (m == 1) {
+          outs[2 * i] = as_u32(__hmul2(as_half2(outs[2 * i]), v_scale));
+          outs[2 * i + 1] = as_u32(__hmul2(as_half2(outs[2 * i + 1]), v_scale));
+        }
+      }
+    }
+    uint8_t* tile = out + m * C::kFloatTileBytes;
+#pragma unroll
+    for (int o = 0; o < kOutChunks; ++o) {
+      *reinterpret_cast<uint4*>(tile + swizzled<C::kChunks>(r, c * kOutChunks + o)) =
+          make_uint4(outs[4 * o], outs[4 * o + 1], outs[4 * o + 2], outs[4 * o + 3]);
+    }
+  }
+}
+
 template <FloatType kKvType, typename C>
 __global__ void __launch_bounds__(C::kThreads, C::kBlocksPerSm)
 prefill_attention_kernel(const PrefillAttentionArgs a) {
   extern __shared__ __align__(128) uint8_t shared[];
   uint8_t* q_s = shared;                  // [rows, head_dim], swizzled
   uint8_t* ring_s = shared + C::kQBytes;  // kStages x {K tile, V tile}
+  uint8_t* dequant_s = ring_s + C::kStages * C::kStageBytes;  // a quantized cache's tile, dequantized
   const int group = a.num_heads / a.num_kv_heads;
   const MmaWork w = mma_work<C>(a, group);
   if (w.num_rows <= 0) return;  // uniform over the block, before any barrier
@@ -48,15 +103,21 @@ prefill_attention_kernel(const PrefillAttentionArgs a) {
     tiles.issue(t + C::kStages - 1, table_ids, ring_s);
     cp_async_commit();
     tiles.fetch_ids(t + C::kStages, table_ids);
-    mainloop.tile(w.key_base + t * C::kTileKeys, shared_address(ring_s + (t % C::kStages) * C::kStageBytes));
+    uint8_t* stage = ring_s + (t % C::kStages) * C::kStageBytes;
+    if constexpr (C::kCodes != KvCodes::kNone) {
+      dequantize_tile<C>(stage, dequant_s, a.quant.v_fp8_scale);
+      __syncthreads();  // the 16-bit tile is written (the next iteration's barrier guards its reuse)
+      stage = dequant_s;
+    }
+    mainloop.tile(w.key_base + t * C::kTileKeys, shared_address(stage));
   }
   cp_async_wait<0>();
   mainloop.store(a, w, group);
 }
 
-template <FloatType kKvType, int kHeadDim, int kMTiles, int kTileKeys, int kStages, int kBlocksPerSm>
+template <FloatType kKvType, KvCodes kCodes, int kHeadDim, int kMTiles, int kTileKeys, int kStages, int kBlocksPerSm>
 void launch_prefill_attention_instance(const PrefillAttentionArgs& a, cudaStream_t stream) {
-  using Config = PrefillConfig<kHeadDim, kMTiles, kTileKeys, kStages, kBlocksPerSm>;
+  using Config = PrefillConfig<kHeadDim, kMTiles, kTileKeys, kStages, kBlocksPerSm, kCodes>;
   constexpr auto kernel = prefill_attention_kernel<kKvType, Config>;
   allow_dynamic_shared_memory<kernel>(Config::kSharedBytes);
   const dim3 grid(a.num_kv_heads, a.num_seqs, a.num_row_tiles);

@@ -8,6 +8,8 @@
 //   head_dim  64, 128, 256
 //   group     any num_heads / num_kv_heads (a block's rows are (token, head) pairs of one kv head)
 //   block     any power-of-two block size
+//   quantized int8, int4, fp8 codes (launch.h: KvCodes): the mma.sync kernel, each tile dequantized
+//             to f16 in shared memory first
 // Hopper kernel (wgmma + TMA; prefill_attention_hopper.cuh): bf16 / f16 KV, head_dim 64 / 128,
 // block size >= 8 (prefill_attention_hopper_supports); the mma.sync kernel
 // (prefill_attention.cuh) takes the rest.
@@ -45,10 +47,11 @@ struct PrefillAttentionArgs : PagedAttentionArgs {
   int* work_counters = nullptr;
 };
 
-// Whether the table has a kernel for this KV dtype and head dim.
-bool prefill_attention_supports(FloatType kv_type, int head_dim);
+// Whether the table has a kernel for this KV dtype (with codes: the dtype they dequantize to) and
+// head dim.
+bool prefill_attention_supports(FloatType kv_type, int head_dim, KvCodes codes = KvCodes::kNone);
 // The shape the table picks for the key (a default shape when there is none).
-PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim);
+PrefillKernelShape prefill_attention_shape(FloatType kv_type, int head_dim, KvCodes codes = KvCodes::kNone);
 // Launches the kernel: the Hopper one (wgmma + TMA, prefill_attention_hopper.cuh) where it
 // applies, else the mma.sync one of the table. Returns false, launching nothing, when neither has a kernel for
 // (kv_type, head_dim): the caller reports it. num_sms sizes the Hopper kernel's persistent grid.

@@ -3,7 +3,7 @@
 
 namespace brisk::cuda::decode {
 
-template void launch_decode_attention_instance<FloatType::kBF16, 128, 2, 3, 4>(const DecodeAttentionArgs&, cudaStream_t);
-template void launch_decode_attention_instance<FloatType::kF16, 128, 2, 3, 4>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kBF16, KvCodes::kNone, 128, 2, 3, 4>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kNone, 128, 2, 3, 4>(const DecodeAttentionArgs&, cudaStream_t);
 
 }  // namespace brisk::cuda::decode

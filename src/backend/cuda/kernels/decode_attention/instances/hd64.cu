@@ -3,7 +3,7 @@
 
 namespace brisk::cuda::decode {
 
-template void launch_decode_attention_instance<FloatType::kBF16, 64, 4, 4, 3>(const DecodeAttentionArgs&, cudaStream_t);
-template void launch_decode_attention_instance<FloatType::kF16, 64, 4, 4, 3>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kBF16, KvCodes::kNone, 64, 4, 4, 3>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kNone, 64, 4, 4, 3>(const DecodeAttentionArgs&, cudaStream_t);
 
 }  // namespace brisk::cuda::decode

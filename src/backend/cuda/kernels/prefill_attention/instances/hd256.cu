@@ -3,7 +3,7 @@
 
 namespace brisk::cuda::prefill {
 
-template void launch_prefill_attention_instance<FloatType::kBF16, 256, 1, 32, 2, 2>(const PrefillAttentionArgs&, cudaStream_t);
-template void launch_prefill_attention_instance<FloatType::kF16, 256, 1, 32, 2, 2>(const PrefillAttentionArgs&, cudaStream_t);
+template void launch_prefill_attention_instance<FloatType::kBF16, KvCodes::kNone, 256, 1, 32, 2, 2>(const PrefillAttentionArgs&, cudaStream_t);
+template void launch_prefill_attention_instance<FloatType::kF16, KvCodes::kNone, 256, 1, 32, 2, 2>(const PrefillAttentionArgs&, cudaStream_t);
 
 }  // namespace brisk::cuda::prefill
