@@ -74,10 +74,18 @@ struct PagedKvTiles {
         num_tiles(num_tiles_arg),
         load_chunk(static_cast<int>(threadIdx.x) % Config::kKvChunks),
         load_key0(static_cast<int>(threadIdx.x) / Config::kKvChunks),
+        whole_tiles(args.block_size_log2 >= __builtin_ctz(Config::kTileKeys)),
         policy(kEvictFirst ? l2_evict_first_policy() : 0) {}
 
-  // Block ids of tile `tile`'s keys for this thread's copies (-1: no copy, zeros land instead).
+  // Block ids of tile `tile`'s keys for this thread's copies (-1: no copy, zeros land instead);
+  // with whole tiles only ids[0], the tile's block.
   __device__ __forceinline__ void fetch_ids(int tile, int (&ids)[kLoads]) const {
+    if (whole_tiles) {
+      const int key = key0 + tile * Config::kTileKeys;
+      const int block = key >> a.block_size_log2;
+      ids[0] = tile < num_tiles && key < key_end && block < a.max_blocks_per_seq ? block_table[block] : -1;
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int key = key0 + tile * Config::kTileKeys + load_key0 + i * Config::kKeyStep;
@@ -95,6 +103,26 @@ struct PagedKvTiles {
     const int block_mask = (1 << a.block_size_log2) - 1;
     const char* k_cache = static_cast<const char*>(a.k_cache);
     const char* v_cache = static_cast<const char*>(a.v_cache);
+    if (whole_tiles) {  // one block holds the tile: one address, the copies at fixed offsets from it
+      const int tile_key0 = key0 + tile * Config::kTileKeys;
+      const bool in_cache = ids[0] >= 0 && ids[0] < a.num_cache_blocks;
+      const int64_t row0 =
+          in_cache ? ((int64_t{ids[0]} * a.num_kv_heads + kv_head) << a.block_size_log2) + (tile_key0 & block_mask) : 0;
+      const char* k_src = k_cache + row0 * Config::kKvRowBytes + load_chunk * 16;
+      const char* v_src = v_cache + row0 * Config::kKvRowBytes + load_chunk * 16;
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        const int local = load_key0 + i * Config::kKeyStep;
+        const bool valid = in_cache && tile_key0 + local < key_end;
+        const uint32_t dst = kv_swizzled<Config::kKvChunks>(local, load_chunk);
+        copy(shared_address(k_dst + dst), k_src + local * Config::kKvRowBytes, valid ? 16 : 0);
+        copy(shared_address(v_dst + dst), v_src + local * Config::kKvRowBytes, valid ? 16 : 0);
+        if constexpr (Config::kRowParams) {
+          if (load_chunk == 0) issue_row_params(local, tile_key0 + local, row0 + local, valid, k_dst);
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int local = load_key0 + i * Config::kKeyStep;
@@ -196,6 +224,7 @@ struct PagedKvTiles {
   int num_tiles;
   int load_chunk;
   int load_key0;
+  bool whole_tiles;  // the block size is at least kTileKeys: each tile lies in one cache block
   uint64_t policy;  // l2_evict_first_policy() with kEvictFirst
 };
 

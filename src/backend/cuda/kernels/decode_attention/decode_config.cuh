@@ -33,8 +33,9 @@ struct DecodeConfig : KvRingLayout<kHeadDimArg, kWarpsArg * kKeysPerWarp, kWarps
   static constexpr int kQLoadsPerThread = kDecodeRowsPerBlock * kChunks / kThreads;  // 8-element runs of q
   static_assert(kQLoadsPerThread * kThreads == kDecodeRowsPerBlock * kChunks);
   // q's A fragments stay in registers up to head_dim 128; at 256 they would push O's 128
-  // accumulators into spills, so they are re-read from shared memory per tile.
-  static constexpr bool kQInRegisters = kHeadDim <= 128;
+  // accumulators into spills, so they are re-read from shared memory per tile. Over a quantized
+  // cache too: the registers go to a third block per SM.
+  static constexpr bool kQInRegisters = kHeadDim <= 128 && kCodesArg == KvCodes::kNone;
   // Tiles each block prefetches into L2 before its PDL wait: 128 KB of K and V per SM in all
   // (2 tiles at head_dim 128); fewer or more were slower (docs/perf/decode_attention.md).
   static constexpr int kPrefetchTiles = 128 * 1024 / (kBlocksPerSm * kStageBytes);

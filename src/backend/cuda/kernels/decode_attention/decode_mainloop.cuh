@@ -10,6 +10,7 @@
 // quantized cache the K and V fragments are DecodeQuantTile's.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
@@ -25,12 +26,14 @@ struct DecodeMainloop {
   using Kv = KvTraits<kKvType>;
 
   int lane, warp, g, t4;
-  int row_hi[2], row_lo[2];       // rows g, g + 8 see keys [row_lo, row_hi]; none for padding rows
+  int row_hi[2], row_lo[2];       // rows g, g + 8 see keys [row_lo, row_hi]
   int last_position, lowest_key;  // the union of every row's keys
   float scale_log2;  // the softmax scale in log2 units (with an fp8 cache: times K's scale, set by the launch)
   float v_fp8_scale;  // fp8: V's scale, applied to O after the last tile
   float m[2];  // running max of the scaled scores (log2 units)
   float l[2];  // this thread's share of the running sums
+  float v_sum[2];  // int8 / int4: this thread's share of the rows' sum P' (1024 + zero) (softmax)
+  float q_sum[2];  // int8 / int4: the sum of rows g, g + 8 of q (f16), for correct_scores
   float acc[kHeadDim / 8][4];
   uint32_t q_base;  // q_s's shared address
   uint32_t q_frag[C::kQInRegisters ? kHeadDim / 16 : 1][4];
@@ -44,7 +47,8 @@ struct DecodeMainloop {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = g + 8 * h;
-      row_hi[h] = -1;
+      // Padding rows (zero q, never stored) see every key: they never hold the mask on.
+      row_hi[h] = INT_MAX;
       row_lo[h] = 0;
       if (r < w.num_rows) {
         row_hi[h] = w.context_len - w.q_len + (w.row0 + r) / w.group;
@@ -57,6 +61,8 @@ struct DecodeMainloop {
     v_fp8_scale = a.quant.v_fp8_scale;
     m[0] = m[1] = -INFINITY;
     l[0] = l[1] = 0.0f;
+    v_sum[0] = v_sum[1] = 0.0f;
+    q_sum[0] = q_sum[1] = 0.0f;
 #pragma unroll
     for (int n = 0; n < kHeadDim / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     q_base = shared_address(q_s);
@@ -74,6 +80,20 @@ struct DecodeMainloop {
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) load_q_frag(q_frag[kk], kk);
     }
+    if constexpr (C::kRowParams) {  // a0 / a2 hold row g, a1 / a3 row g + 8 (f16 pairs)
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        uint32_t qa[4];
+        q_fragment(qa, kk);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 v = __half22float2(as_half2(qa[i]));
+          q_sum[i % 2] += v.x + v.y;
+        }
+      }
+      q_sum[0] = quad_sum(q_sum[0]);
+      q_sum[1] = quad_sum(q_sum[1]);
+    }
   }
 
   // The split's tiles, the pipeline filled (PagedKvTiles::issue_fill) and ids the ids of tile
@@ -89,7 +109,17 @@ struct DecodeMainloop {
       tiles.fetch_ids(t + C::kStages, ids);
       tile(keys.split_key0 + t * C::kTileKeys + warp * kKeysPerWarp, ring_s + (t % C::kStages) * C::kStageBytes);
     }
-    if constexpr (C::kCodes == KvCodes::kFp8) {
+    finish();
+  }
+
+  // O's terms the quantized tiles left out: int8 / int4 O -= the rows' v_sum, fp8 O *= V's scale.
+  __device__ __forceinline__ void finish() {
+    if constexpr (C::kRowParams) {
+      const float row_sum[2] = {quad_sum(v_sum[0]), quad_sum(v_sum[1])};
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n)
+        for (int e = 0; e < 4; ++e) acc[n][e] -= row_sum[e / 2];
+    } else if constexpr (C::kCodes == KvCodes::kFp8) {
 #pragma unroll
       for (int n = 0; n < kHeadDim / 8; ++n)
         for (int e = 0; e < 4; ++e) acc[n][e] *= v_fp8_scale;
@@ -109,7 +139,12 @@ struct DecodeMainloop {
     } else {
       const DecodeQuantTile<C> quant{stage, warp, g, t4};
       quant.scores(s, [this](uint32_t(&qa)[4], int kk) { q_fragment(qa, kk); });
-      softmax(s, warp_key0, p_frag);
+      float v_scale[4] = {1.0f, 1.0f, 1.0f, 1.0f}, v_zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if constexpr (C::kRowParams) {
+        quant.correct_scores(s, q_sum);
+        quant.v_params(v_scale, v_zero);
+      }
+      softmax(s, warp_key0, p_frag, v_scale, v_zero);
       quant.accumulate(acc, p_frag);
     }
   }
@@ -141,33 +176,57 @@ struct DecodeMainloop {
   }
 
   // Mask, online softmax (log2 units), O rescaled, P in the KV dtype as the A operand of P V.
-  __device__ __forceinline__ void softmax(const float (&s)[2][4], int warp_key0, uint32_t (&p_frag)[4]) {
+  // With int8 / int4 codes P' = P times V's row scales (v_scale, per element of P's fragment), and
+  // v_sum adds P' (1024 + zero) (v_zero) per row, which finish() takes from O.
+  __device__ __forceinline__ void softmax(const float (&s)[2][4], int warp_key0, uint32_t (&p_frag)[4],
+                                          const float (&v_scale)[4] = {}, const float (&v_zero)[4] = {}) {
+    // Whether every row sees all 16 keys (the mask is then skipped; uniform over the warp).
+    const bool all_visible = __all_sync(0xFFFFFFFFu, warp_key0 >= max(row_lo[0], row_lo[1]) &&
+                                                         warp_key0 + kKeysPerWarp - 1 <= min(row_hi[0], row_hi[1]));
+    float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float x[4];
+      if (all_visible) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = warp_key0 + (e >> 1) * 8 + 2 * t4 + (e & 1);
-        const bool visible = key <= row_hi[h] && key >= row_lo[h];
-        x[e] = visible ? s[e >> 1][2 * h + (e & 1)] * scale_log2 : -INFINITY;
+        for (int e = 0; e < 4; ++e) x[e] = s[e >> 1][2 * h + (e & 1)] * scale_log2;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = warp_key0 + (e >> 1) * 8 + 2 * t4 + (e & 1);
+          const bool visible = key <= row_hi[h] && key >= row_lo[h];
+          x[e] = visible ? s[e >> 1][2 * h + (e & 1)] * scale_log2 : -INFINITY;
+        }
       }
       const float tile_max = quad_max(fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3])));
       const float m_new = fmaxf(m[h], tile_max);
       const float base = m_new == -INFINITY ? 0.0f : m_new;
-      const float alpha = exp2f(m[h] - base);  // 0 while nothing was visible
+      alpha[h] = exp2f(m[h] - base);  // 0 while nothing was visible, 1 when the max held
       m[h] = m_new;
       float p[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) p[e] = exp2f(x[e] - base);
       // a0/a2: row g, keys 2 t4 (+8); a1/a3: row g + 8. Sums use the rounded weights.
       float r0, r1, r2, r3;
-      p_frag[h] = Kv::pack(p[0], p[1], r0, r1);
-      p_frag[h + 2] = Kv::pack(p[2], p[3], r2, r3);
-      l[h] = l[h] * alpha + ((r0 + r1) + (r2 + r3));
+      if constexpr (C::kRowParams) {
+        p_frag[h] = Kv::pack(p[0] * v_scale[0], p[1] * v_scale[1], r0, r1);
+        p_frag[h + 2] = Kv::pack(p[2] * v_scale[2], p[3] * v_scale[3], r2, r3);
+        l[h] = l[h] * alpha[h] + ((p[0] + p[1]) + (p[2] + p[3]));
+        v_sum[h] = v_sum[h] * alpha[h] + ((r0 * v_zero[0] + r1 * v_zero[1]) + (r2 * v_zero[2] + r3 * v_zero[3]));
+      } else {
+        p_frag[h] = Kv::pack(p[0], p[1], r0, r1);
+        p_frag[h + 2] = Kv::pack(p[2], p[3], r2, r3);
+        l[h] = l[h] * alpha[h] + ((r0 + r1) + (r2 + r3));
+      }
+    }
+    // O rescaled only when some row of the warp saw a new max (rarely after the first tiles).
+    if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
       for (int n = 0; n < kHeadDim / 8; ++n) {
-        acc[n][2 * h] *= alpha;
-        acc[n][2 * h + 1] *= alpha;
+        acc[n][0] *= alpha[0];
+        acc[n][1] *= alpha[0];
+        acc[n][2] *= alpha[1];
+        acc[n][3] *= alpha[1];
       }
     }
   }

@@ -10,9 +10,14 @@
 //  - O += P V: lane (g, t4) reads the span of head_dim / 8 dims from g head_dim / 8 of keys 2 t4,
 //    2 t4 + 1, 2 t4 + 8 and 2 t4 + 9; n-tile n of O is dim n of every lane's span, so O's column
 //    c of n-tile n is dim c head_dim / 8 + n (decode_out_dim).
-// Int8 / int4 values are (code - zero) * scale per (key, kv head) row: exact differences, one f16
-// rounding of the product. The fp8 scales are the launch's: K's is in the softmax scale, V's
-// multiplies O at the end.
+// Int8 / int4 values are (code - zero) * scale per (key, kv head) row. The fragments hold the
+// codes as f16 1024 + code (one byte permute per pair: exact), and the row parameters go where
+// they cost a few instructions per key instead of two per value:
+//   S = scale_k (q . (1024 + code_k) - (1024 + zero_k) sum(q))            (correct_scores)
+//   O = sum_k (p_k scale_k) (1024 + code_k) - sum_k (p_k scale_k)(1024 + zero_k)
+// with P' = p scale (rounded to f16) as P V's A operand and the second sum kept per row beside O
+// (the mainloop's softmax and finish). fp8 codes convert to f16 exactly; their scales are the
+// launch's: K's is in the softmax scale, V's multiplies O at the end.
 #pragma once
 
 #include <cstdint>
@@ -80,7 +85,8 @@ struct DecodeQuantTile {
     }
   }
 
-  // S = Q K^T for the warp's 16 keys; q_frag(kk) gives q's A fragment of k-step kk.
+  // Raw S = Q K'^T for the warp's 16 keys, K' the f16 (1024 +) codes; q_frag(kk) gives q's A
+  // fragment of k-step kk.
   template <typename QFrag>
   __device__ __forceinline__ void scores(float (&s)[2][4], QFrag&& q_frag) const {
 #pragma unroll
@@ -88,21 +94,16 @@ struct DecodeQuantTile {
       const int row = warp * kKeysPerWarp + 8 * h + g;
       uint32_t words[kKSpan / 4];
       load_span<kKSpan>(stage, row, t4 * kKSpan, words);
-      __half2 zz, ss;
-      if constexpr (C::kRowParams) {
-        zz = __half2half2(kv_zero_plus_1024(stage[C::kKZeroOffset + row]));
-        ss = __half2half2(kv_scale(*reinterpret_cast<const uint16_t*>(stage + C::kKScaleOffset + 2 * row)));
-      }
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) {
         uint32_t b0, b1;
         if constexpr (kCodes == KvCodes::kInt8) {
-          b0 = dequant_pair(u8_pair_plus_1024(words[kk], false), zz, ss);
-          b1 = dequant_pair(u8_pair_plus_1024(words[kk], true), zz, ss);
+          b0 = u8_pair_plus_1024(words[kk], false);
+          b1 = u8_pair_plus_1024(words[kk], true);
         } else if constexpr (kCodes == KvCodes::kInt4) {
           const int k = 2 * (kk % 2);
-          b0 = dequant_pair(u4_pair_plus_1024(words[kk / 2], k), zz, ss);
-          b1 = dequant_pair(u4_pair_plus_1024(words[kk / 2], k + 1), zz, ss);
+          b0 = u4_pair_plus_1024(words[kk / 2], k);
+          b1 = u4_pair_plus_1024(words[kk / 2], k + 1);
         } else {
           b0 = e4m3_pair_to_f16(words[kk], false);
           b1 = e4m3_pair_to_f16(words[kk], true);
@@ -114,22 +115,46 @@ struct DecodeQuantTile {
     }
   }
 
-  // O += P V; acc[n] is n-tile n of O (decode_out_dim).
+  // The scores of raw S (int8 / int4): element e of n-tile n is key 8 n + 2 t4 + e % 2 of row
+  // g + 8 (e / 2); q_sum[h] is row g + 8 h's sum of q.
+  __device__ __forceinline__ void correct_scores(float (&s)[2][4], const float (&q_sum)[2]) const {
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const int key = warp * kKeysPerWarp + 8 * n + 2 * t4;
+      const __half2 scale = as_half2(*reinterpret_cast<const uint32_t*>(stage + C::kKScaleOffset + 2 * key));
+      const uint16_t zeros = *reinterpret_cast<const uint16_t*>(stage + C::kKZeroOffset + key);
+      const float2 sc = __half22float2(scale);
+      const float z[2] = {1024.0f + (zeros & 0xFF), 1024.0f + (zeros >> 8)};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float k_scale = e % 2 == 0 ? sc.x : sc.y;
+        s[n][e] = k_scale * fmaf(-z[e % 2], q_sum[e / 2], s[n][e]);
+      }
+    }
+  }
+
+  // V's row parameters of the keys of P's fragment (e: key 2 t4 + e % 2 + 8 (e / 2)): scale and
+  // 1024 + zero.
+  __device__ __forceinline__ void v_params(float (&scale)[4], float (&zero)[4]) const {
+    const int key0 = warp * kKeysPerWarp + 2 * t4;
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      const float2 sc = __half22float2(as_half2(*reinterpret_cast<const uint32_t*>(stage + C::kVScaleOffset + 2 * (key0 + 8 * p))));
+      const uint16_t zeros = *reinterpret_cast<const uint16_t*>(stage + C::kVZeroOffset + key0 + 8 * p);
+      scale[2 * p] = sc.x;
+      scale[2 * p + 1] = sc.y;
+      zero[2 * p] = 1024.0f + (zeros & 0xFF);
+      zero[2 * p + 1] = 1024.0f + (zeros >> 8);
+    }
+  }
+
+  // O += P V' (V' the f16 (1024 +) codes); acc[n] is n-tile n of O (decode_out_dim).
   __device__ __forceinline__ void accumulate(float (&acc)[kHeadDim / 8][4], const uint32_t (&p_frag)[4]) const {
     const int key0 = warp * kKeysPerWarp + 2 * t4;  // keys key0, key0 + 1, key0 + 8, key0 + 9
     const uint8_t* v_tile = stage + C::kTileBytes;
     uint32_t w[4][kVSpan / 4];
 #pragma unroll
     for (int m = 0; m < 4; ++m) load_span<kVSpan>(v_tile, key0 + (m % 2) + 8 * (m / 2), g * kVSpan, w[m]);
-    __half2 zz[2], ss[2];  // keys (key0, key0 + 1) and (key0 + 8, key0 + 9)
-    if constexpr (C::kRowParams) {
-#pragma unroll
-      for (int p = 0; p < 2; ++p) {
-        const uint32_t zeros = *reinterpret_cast<const uint16_t*>(stage + C::kVZeroOffset + key0 + 8 * p);
-        zz[p] = as_half2(u8_pair_plus_1024(zeros, false));
-        ss[p] = as_half2(*reinterpret_cast<const uint32_t*>(stage + C::kVScaleOffset + 2 * (key0 + 8 * p)));
-      }
-    }
 #pragma unroll
     for (int i = 0; i < kVSpan / 4; ++i) {
       if constexpr (kCodes == KvCodes::kInt4) {  // 8 dims per word
@@ -140,8 +165,8 @@ struct DecodeQuantTile {
           const uint32_t x1 = byte_perm(w[2][i], w[3][i], sel);
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            const uint32_t b0 = dequant_pair(u4_pair_plus_1024(x0, k), zz[0], ss[0]);
-            const uint32_t b1 = dequant_pair(u4_pair_plus_1024(x1, k), zz[1], ss[1]);
+            const uint32_t b0 = u4_pair_plus_1024(x0, k);
+            const uint32_t b1 = u4_pair_plus_1024(x1, k);
             KvF16::mma(acc[8 * i + 4 * half + k], p_frag, b0, b1);
           }
         }
@@ -155,8 +180,8 @@ struct DecodeQuantTile {
           for (int e = 0; e < 2; ++e) {
             uint32_t b0, b1;
             if constexpr (kCodes == KvCodes::kInt8) {
-              b0 = dequant_pair(u8_pair_plus_1024(x0, e == 1), zz[0], ss[0]);
-              b1 = dequant_pair(u8_pair_plus_1024(x1, e == 1), zz[1], ss[1]);
+              b0 = u8_pair_plus_1024(x0, e == 1);
+              b1 = u8_pair_plus_1024(x1, e == 1);
             } else {
               b0 = e4m3_pair_to_f16(x0, e == 1);
               b1 = e4m3_pair_to_f16(x1, e == 1);
