@@ -117,10 +117,8 @@ struct PagedKvTiles {
         const uint32_t dst = kv_swizzled<Config::kKvChunks>(local, load_chunk);
         copy(shared_address(k_dst + dst), k_src + local * Config::kKvRowBytes, valid ? 16 : 0);
         copy(shared_address(v_dst + dst), v_src + local * Config::kKvRowBytes, valid ? 16 : 0);
-        if constexpr (Config::kRowParams) {
-          if (load_chunk == 0) issue_row_params(local, tile_key0 + local, row0 + local, valid, k_dst);
-        }
       }
+      if constexpr (Config::kRowParams) issue_tile_row_params(row0, in_cache ? key_end - tile_key0 : 0, k_dst);
       return;
     }
 #pragma unroll
@@ -139,6 +137,28 @@ struct PagedKvTiles {
         if (load_chunk == 0) issue_row_params(local, key, row, valid, k_dst);
       }
     }
+  }
+
+  // Int8 / int4 with whole tiles: the tile's K scales, V scales, K zeros and V zeros are four runs
+  // of the parameter tensors (rows row0 ..), copied 16 bytes at a time by the first threads; the
+  // keys from `keys` on (those past key_end) land as zeros.
+  __device__ __forceinline__ void issue_tile_row_params(int64_t row0, int keys, uint8_t* stage) const {
+    constexpr int kScaleCopies = Config::kTileKeys * 2 / 16, kZeroCopies = Config::kTileKeys / 16;
+    const int t = static_cast<int>(threadIdx.x);
+    if (t >= 2 * (kScaleCopies + kZeroCopies)) return;
+    const bool scale = t < 2 * kScaleCopies;
+    const int u = scale ? t : t - 2 * kScaleCopies;
+    const int per = scale ? kScaleCopies : kZeroCopies;
+    const bool value = u >= per;
+    const int piece = value ? u - per : u;
+    const int bytes_per_key = scale ? 2 : 1;
+    const int first = piece * 16 / bytes_per_key;  // the piece's first key in the tile
+    const int bytes = min(max(keys - first, 0) * bytes_per_key, 16);
+    const char* src = scale ? reinterpret_cast<const char*>((value ? a.quant.v_scale : a.quant.k_scale) + row0)
+                            : reinterpret_cast<const char*>((value ? a.quant.v_zero : a.quant.k_zero) + row0);
+    const int offset = scale ? (value ? Config::kVScaleOffset : Config::kKScaleOffset)
+                             : (value ? Config::kVZeroOffset : Config::kKZeroOffset);
+    cp_async_16(shared_address(stage + offset + piece * 16), src + piece * 16, bytes);
   }
 
   // Int8 / int4: the scales of keys (key, key + 1) for an even local key, and the zeros of keys

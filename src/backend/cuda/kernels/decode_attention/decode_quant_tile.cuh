@@ -89,27 +89,27 @@ struct DecodeQuantTile {
   // fragment of k-step kk.
   template <typename QFrag>
   __device__ __forceinline__ void scores(float (&s)[2][4], QFrag&& q_frag) const {
+    uint32_t words[2][kKSpan / 4];  // n-tile h: key 8 h + g
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = warp * kKeysPerWarp + 8 * h + g;
-      uint32_t words[kKSpan / 4];
-      load_span<kKSpan>(stage, row, t4 * kKSpan, words);
+    for (int h = 0; h < 2; ++h) load_span<kKSpan>(stage, warp * kKeysPerWarp + 8 * h + g, t4 * kKSpan, words[h]);
 #pragma unroll
-      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t qa[4];
+      q_frag(qa, kk);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
         uint32_t b0, b1;
         if constexpr (kCodes == KvCodes::kInt8) {
-          b0 = u8_pair_plus_1024(words[kk], false);
-          b1 = u8_pair_plus_1024(words[kk], true);
+          b0 = u8_pair_plus_1024(words[h][kk], false);
+          b1 = u8_pair_plus_1024(words[h][kk], true);
         } else if constexpr (kCodes == KvCodes::kInt4) {
           const int k = 2 * (kk % 2);
-          b0 = u4_pair_plus_1024(words[kk / 2], k);
-          b1 = u4_pair_plus_1024(words[kk / 2], k + 1);
+          b0 = u4_pair_plus_1024(words[h][kk / 2], k);
+          b1 = u4_pair_plus_1024(words[h][kk / 2], k + 1);
         } else {
-          b0 = e4m3_pair_to_f16(words[kk], false);
-          b1 = e4m3_pair_to_f16(words[kk], true);
+          b0 = e4m3_pair_to_f16(words[h][kk], false);
+          b1 = e4m3_pair_to_f16(words[h][kk], true);
         }
-        uint32_t qa[4];
-        q_frag(qa, kk);
         KvF16::mma(s[h], qa, b0, b1);
       }
     }
