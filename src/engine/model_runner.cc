@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "core/error.h"
 
 namespace brisk {
@@ -18,6 +20,20 @@ ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, 
     : model_(model),
       cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size, kv_quant),
       max_num_seqs_(max_num_seqs) {
+  // Before graph capture: the scales are launch arguments of the captured kernels.
+  if (kv_quant == KvQuant::kFp8) {
+    bool unscaled = false;
+    for (int64_t layer = 0; layer < model.config().num_layers; ++layer) {
+      const auto [k_scale, v_scale] = model.kv_cache_scales(layer);
+      if (k_scale > 0.0f) cache_.set_fp8_scales(layer, k_scale, v_scale);
+      else unscaled = true;
+    }
+    if (unscaled)
+      spdlog::warn("--kv-cache-dtype fp8: the checkpoint has no KV cache scales (a kv_cache_scheme with "
+                   "self_attn.k_scale / v_scale); K and V are stored unscaled (scale 1.0)");
+  } else if (model.config().quantization.kv_cache_scales) {
+    spdlog::info("the checkpoint has fp8 KV cache scales: --kv-cache-dtype fp8 stores K and V with them");
+  }
   if (use_graphs) graphs_ = DecodeGraphs::create(model_, cache_, max_num_seqs);
   Backend& backend = model_.backend();
   sampled_ids_ = Tensor(backend.allocator(), DType::kI32, {max_num_seqs});

@@ -20,6 +20,15 @@ bool is_scalar(const TensorView& t) { return t.num_elements() == 1 && t.rank() <
 
 }  // namespace
 
+float fp8_tensor_scale(const TensorView& t, const std::string& name) {
+  if (!is_scale_dtype(t.dtype()) || !is_scalar(t))
+    throw_error(ErrorCode::kInvalidArgument, "{} is {} but must be one f32, f16 or bf16 value", name, t.describe());
+  const float scale = load_float(t, 0);
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    throw_error(ErrorCode::kInvalidArgument, "{} is {}; it must be positive and finite", name, scale);
+  return scale;
+}
+
 Fp8Weight from_fp8_checkpoint(const Fp8Tensors& t, const QuantizationConfig& config, const std::string& name) {
   if (t.weight.dtype() != DType::kF8E4M3 || t.weight.rank() != 2)
     throw_error(ErrorCode::kUnsupported, "{}.weight is {} but an FP8 checkpoint's weights must be f8e4m3 [out, in]",
@@ -66,16 +75,10 @@ Fp8Weight from_fp8_checkpoint(const Fp8Tensors& t, const QuantizationConfig& con
       throw_error(ErrorCode::kInvalidArgument, "{}: weight scale {} is {}; scales must be positive and finite", name, i, v);
   }
   if (config.fp8_activations == Fp8Activations::kStatic) {
-    const TensorView in = t.input_scale;
-    if (in.empty())
+    if (t.input_scale.empty())
       throw_error(ErrorCode::kNotFound, "{}.input_scale is missing: the checkpoint's activations are statically scaled",
                   name);
-    if (!is_scale_dtype(in.dtype()) || !is_scalar(in))
-      throw_error(ErrorCode::kInvalidArgument, "{}.input_scale is {} but must be one f32, f16 or bf16 value", name,
-                  in.describe());
-    w.input_scale = load_float(in, 0);
-    if (!(w.input_scale > 0.0f) || !std::isfinite(w.input_scale))
-      throw_error(ErrorCode::kInvalidArgument, "{}.input_scale is {}; it must be positive and finite", name, w.input_scale);
+    w.input_scale = fp8_tensor_scale(t.input_scale, name + ".input_scale");
   }
   return w;
 }

@@ -46,6 +46,10 @@ struct Fp8Tensors {
 
 // Checks dtypes and shapes against the config's scheme and throws naming `name` (the module)
 // and the tensor.
+// A per-tensor scale (an activation's input_scale, a KV cache's k_scale / v_scale): one positive,
+// finite f32, f16 or bf16 value; errors name `name`.
+float fp8_tensor_scale(const TensorView& t, const std::string& name);
+
 Fp8Weight from_fp8_checkpoint(const Fp8Tensors& t, const QuantizationConfig& config, const std::string& name);
 
 // Rows [begin, begin + count) of several weights of equal K and block size, concatenated; a

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <utility>
 
 #include "backend/backend.h"
 #include "model/forward_batch.h"
@@ -51,6 +52,10 @@ class LlamaModel {
   DType activation_dtype() const { return activation_dtype_; }
   // Weight bytes a decode step reads (for roofline ratios).
   uint64_t weight_bytes_per_step() const { return weights_.num_bytes(); }
+  // The checkpoint's fp8 KV cache scales of a layer (K's, V's); zeros where it has none.
+  std::pair<float, float> kv_cache_scales(int64_t layer) const {
+    return {weights_.layers[layer].k_cache_scale, weights_.layers[layer].v_cache_scale};
+  }
 
   // Runs one step: appends the batch's K/V to the cache and writes the logits of the tokens
   // named by batch.logits_indices into `logits` ([num_logits, vocab] f32), and the final hidden

@@ -291,7 +291,14 @@ QuantizationConfig compressed_tensors_fp8(const Fields& fields) {
   const std::string format = lowercase(fields.optional_string("format").value_or("float-quantized"));
   if (format != "float-quantized" && format != "naive-quantized")
     unsupported_fp8(fields, fmt::format("compressed-tensors format '{}'", format));
-  if (fields.has("kv_cache_scheme")) unsupported_fp8(fields, fields.name("kv_cache_scheme") + " (a quantized KV cache)");
+  if (const json* kv = fields.find("kv_cache_scheme"); kv != nullptr && !kv->is_null()) {
+    if (!kv->is_object()) fields.fail("kv_cache_scheme", "an object", *kv);
+    const Fields k(*kv, fields.source(), fields.name("kv_cache_scheme."));
+    const std::string strategy = fp8_scheme_strategy(k);
+    if (strategy != "tensor") unsupported_fp8(k, fmt::format("{} '{}' (per-tensor only)", k.name("strategy"), strategy));
+    if (k.optional_bool("dynamic").value_or(false)) unsupported_fp8(k, k.name("dynamic") + " true");
+    config.kv_cache_scales = true;
+  }
   const json& groups = fields.required("config_groups");
   if (!groups.is_object() || groups.size() != 1)
     unsupported_fp8(fields, fmt::format("{} with {} groups (one group targeting Linear)", fields.name("config_groups"),

@@ -55,6 +55,9 @@ struct QuantizationConfig {
   // "fp8" form (`weight_scale_inv` per 128 x 128 block, as Qwen3 and DeepSeek publish).
   Fp8WeightScales fp8_weights = Fp8WeightScales::kChannel;
   Fp8Activations fp8_activations = Fp8Activations::kToken;
+  // compressed-tensors' kv_cache_scheme (8-bit float, per tensor): each layer's
+  // `self_attn.k_scale` and `self_attn.v_scale`, the scales of an fp8 KV cache (--kv-cache-dtype fp8).
+  bool kv_cache_scales = false;
 
   // Parses one quantization_config object; kUnsupported for what brisk cannot run (bits other
   // than 4, GPTQ desc_act, AWQ versions other than "gemm", FP8 schemes other than the above,

@@ -95,6 +95,9 @@ class WeightBuilder {
     return t;
   }
 
+  // A per-tensor fp8 scale (fp8_tensor_scale); kNotFound naming the tensor where it is missing.
+  float tensor_scale(const std::string& name) const { return fp8_tensor_scale(checkpoint_.tensor(name), name); }
+
   // A host view used as is (zero-copy on backends that share host memory).
   TensorView place(TensorView host) { return to_backend(backend_, host, out_.owned); }
 
@@ -298,6 +301,10 @@ LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index
     w.k_norm = b.place(b.get(p + n.k_norm, {c.head_dim}));
   }
   w.o_proj = b.linear({{p + n.o_proj, {hidden, q_rows}, 0, hidden}});
+  if (c.quantization.kv_cache_scales) {
+    w.k_cache_scale = b.tensor_scale(p + "self_attn.k_scale");
+    w.v_cache_scale = b.tensor_scale(p + "self_attn.v_scale");
+  }
   const int64_t inter = c.intermediate_size;
   w.gate_up = b.linear({{p + n.gate, {inter, hidden}, 0, inter}, {p + n.up, {inter, hidden}, 0, inter}});
   w.down = b.linear({{p + n.down, {hidden, inter}, 0, hidden}});

@@ -52,6 +52,9 @@ struct LayerWeights {
   TensorView post_norm;   // [hidden]
   LinearWeight gate_up;   // [2 * intermediate, hidden]: gate rows, then up rows
   LinearWeight down;      // [hidden, intermediate]
+  // The checkpoint's fp8 KV cache scales (QuantizationConfig::kv_cache_scales), else 0.
+  float k_cache_scale = 0.0f;
+  float v_cache_scale = 0.0f;
 };
 
 struct ModelWeights {

@@ -447,6 +447,13 @@ TEST(ModelConfig, Fp8QuantizationConfig) {
   q = parse(R"({"quant_method": "fp8", "activation_scheme": "static"})");
   EXPECT_EQ(q.fp8_weights, Fp8WeightScales::kTensor);
   EXPECT_EQ(q.fp8_activations, Fp8Activations::kStatic);
+  EXPECT_FALSE(q.kv_cache_scales);
+  // llm-compressor's fp8 KV cache scheme: per-tensor k_scale / v_scale per layer.
+  auto with_kv_scheme = [&](const std::string& scheme) {
+    std::string text = compressed(channel, token);
+    return text.insert(1, R"("kv_cache_scheme": )" + scheme + ", ");
+  };
+  EXPECT_TRUE(parse(with_kv_scheme(tensor)).kv_cache_scales);
 
   const std::pair<std::string, std::vector<std::string>> rejected[] = {
       {R"({"quant_method": "fp8", "fmt": "e5m2"})", {"fmt 'e5m2'"}},
@@ -463,7 +470,10 @@ TEST(ModelConfig, Fp8QuantizationConfig) {
        {"format 'pack-quantized'"}},
       {R"({"quant_method": "compressed-tensors", "config_groups": {"a": {}, "b": {}}})", {"config_groups with 2 groups"}},
       {R"({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8}, "config_groups": {}})",
-       {"kv_cache_scheme"}},
+       {"kv_cache_scheme.num_bits of 8 bits, type ''"}},
+      {with_kv_scheme(channel), {"kv_cache_scheme.strategy 'channel'", "per-tensor only"}},
+      {with_kv_scheme(R"({"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": true})"),
+       {"kv_cache_scheme.dynamic true"}},
   };
   for (const auto& [text, substrings] : rejected) {
     expect_error([&] { parse(text); }, ErrorCode::kUnsupported, substrings);
