@@ -327,7 +327,7 @@ TEST(QuantizedKvPerf, DecodeAttention) {
         for (Tensor* t : {&k, &v}) {
           Tensor bits(alloc, DType::kBF16, {blocks, 8, block_size, row_bytes / 2});
           fill_random(bits, t == &k ? 4 : 5);
-          cuda_backend().copy(TensorView(t->view().data(), DType::kBF16, bits.shape()), bits);
+          cuda_backend().copy(TensorView(t->view().data(), DType::kBF16, bits.shape(), Device::kCuda), bits);
         }
         p.k_cache = k;
         p.v_cache = v;
@@ -361,10 +361,12 @@ TEST(QuantizedKvPerf, PrefillAttention) {
       const DType codes = kind == KvQuant::kFp8 ? DType::kF8E4M3 : DType::kU8;
       k = Tensor(alloc, codes, {blocks, 8, block_size, 128});
       v = Tensor(alloc, codes, {blocks, 8, block_size, 128});
-      cuda_backend().copy(TensorView(k.view().data(), DType::kBF16, {blocks, 8, block_size, 64}),
-                          TensorView(b.k_cache.view().data(), DType::kBF16, {blocks, 8, block_size, 64}));
-      cuda_backend().copy(TensorView(v.view().data(), DType::kBF16, {blocks, 8, block_size, 64}),
-                          TensorView(b.v_cache.view().data(), DType::kBF16, {blocks, 8, block_size, 64}));
+      // The bf16 cache's bytes as codes.
+      const Shape half_rows{blocks, 8, block_size, 64};
+      cuda_backend().copy(TensorView(k.view().data(), DType::kBF16, half_rows, Device::kCuda),
+                          TensorView(b.k_cache.view().data(), DType::kBF16, half_rows, Device::kCuda));
+      cuda_backend().copy(TensorView(v.view().data(), DType::kBF16, half_rows, Device::kCuda),
+                          TensorView(b.v_cache.view().data(), DType::kBF16, half_rows, Device::kCuda));
       p.k_cache = k;
       p.v_cache = v;
       p.kv_quant.kind = kind;
