@@ -7,7 +7,9 @@
 //    dequantized fp32 values. The kernels dequantize to f16 (one rounding of (code - zero) *
 //    scale, relative 2^-11, fp8 values exact) and round P to f16 (u = 2^-12), so with |v| <= 2
 //    an output moves by at most about 2u max|v| + 2^-11 max|v|: atol 2^-8, and the relative L2
-//    error of the whole output stays under 2e-3 (rounding alone gives a few 1e-4).
+//    error of the whole output stays under 2e-3 (rounding alone gives a few 1e-4). The prefill
+//    kernel over bf16 q (head_dim 64 / 128, blocks of 8 keys or more) reads a bf16 copy of the
+//    dequantized values instead (ops/attention.cc), rounded like a bf16 cache: bf16's limit, 4e-3.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -247,7 +249,8 @@ void check_quant_attention(KvQuant kind, const AttentionCase& c, unsigned seed) 
     error += (actual[i] - reference[i]) * (actual[i] - reference[i]);
     norm += reference[i] * reference[i];
   }
-  EXPECT_LE(std::sqrt(error / std::max(norm, 1e-30)), 2e-3) << what << ": relative L2 error";
+  const bool bf16_copy = !decode && (c.head_dim == 64 || c.head_dim == 128) && c.block_size >= 8;
+  EXPECT_LE(std::sqrt(error / std::max(norm, 1e-30)), bf16_copy ? 4e-3 : 2e-3) << what << ": relative L2 error";
 }
 
 TEST_P(QuantizedKv, DecodeAttentionMatchesCpu) {

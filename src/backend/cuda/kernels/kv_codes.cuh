@@ -55,6 +55,30 @@ __device__ __forceinline__ uint32_t dequant_pair(uint32_t m, __half2 zz, __half2
 __device__ __forceinline__ __half kv_zero_plus_1024(uint8_t zero) { return __float2half_rn(1024.0f + zero); }
 __device__ __forceinline__ __half kv_scale(uint16_t bits) { return __ushort_as_half(bits); }
 
+// One 32-bit word of a row's codes as f16 values in dim order: int8 / fp8 4 values (2 words),
+// int4 8 values (4 words). Int8 / int4 (code - zero) * scale (zz: 1024 + zero, ss: the scale), fp8
+// its e4m3 value; each rounded once.
+template <KvCodes kCodes>
+constexpr int kF16WordsPerCodeWord = kCodes == KvCodes::kInt4 ? 4 : 2;
+template <KvCodes kCodes>
+__device__ __forceinline__ void dequantize_word(uint32_t w, __half2 zz, __half2 ss, uint32_t* out) {
+  if constexpr (kCodes == KvCodes::kInt8) {
+    out[0] = dequant_pair(u8_pair_plus_1024(w, false), zz, ss);
+    out[1] = dequant_pair(u8_pair_plus_1024(w, true), zz, ss);
+  } else if constexpr (kCodes == KvCodes::kInt4) {
+    uint32_t pairs[4];  // (dim k, dim 4 + k)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) pairs[k] = dequant_pair(u4_pair_plus_1024(w, k), zz, ss);
+    out[0] = byte_perm(pairs[0], pairs[1], 0x5410u);
+    out[1] = byte_perm(pairs[2], pairs[3], 0x5410u);
+    out[2] = byte_perm(pairs[0], pairs[1], 0x7632u);
+    out[3] = byte_perm(pairs[2], pairs[3], 0x7632u);
+  } else {
+    out[0] = e4m3_pair_to_f16(w, false);
+    out[1] = e4m3_pair_to_f16(w, true);
+  }
+}
+
 // The row quantization of backend/cpu/kv_quant.cc for int8 / int4 (q_max 255 / 15): lo, hi the
 // row's min and max with 0 included; the f16 scale (hi - lo) / q_max rounded up (so that q_max
 // steps span the row), 1 for a row of zeros; zero = rint(-lo / scale) clamped.

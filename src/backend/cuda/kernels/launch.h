@@ -85,6 +85,31 @@ struct KvQuantArgs {
   float v_fp8_scale = 1.0f;
 };
 
+// The cache blocks a batch's sequences hold in a quantized paged cache, dequantized into a 16-bit
+// one: sequence s's block j (j < ceil(context_lens[s] / block_size)) becomes block
+// s * max_blocks_per_seq + j of dst, and dst_tables [num_seqs, max_blocks_per_seq] names it so.
+// Values as the attention kernels read them: int8 / int4 (code - zero) * scale, fp8 K as its e4m3
+// value (its scale stays with the softmax scale) and fp8 V times its scale, rounded once to
+// out_type (f16 or bf16).
+struct DequantizeKvArgs {
+  const void* k_cache = nullptr;  // codes [num_cache_blocks, num_kv_heads, block_size, row bytes]
+  const void* v_cache = nullptr;
+  KvQuantArgs quant;
+  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
+  const int32_t* context_lens = nullptr;  // [num_seqs]
+  int64_t max_blocks_per_seq = 0;
+  int64_t num_cache_blocks = 0;  // ids outside [0, num_cache_blocks) give zero blocks
+  int num_seqs = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;  // 8 x a power of two
+  int block_size = 0;
+  void* k_out = nullptr;  // [num_seqs * max_blocks_per_seq, num_kv_heads, block_size, head_dim]
+  void* v_out = nullptr;
+  FloatType out_type = FloatType::kF16;
+  int32_t* out_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
+};
+void launch_dequantize_kv(const DequantizeKvArgs& a, cudaStream_t stream);
+
 struct RopeKvAppendArgs {
   void* qkv = nullptr;
   int64_t qkv_stride = 0;

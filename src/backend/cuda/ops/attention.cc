@@ -108,9 +108,59 @@ PagedAttentionArgs paged_args(const AttentionArgs& g) {
   return a;
 }
 
+// The Hopper prefill kernel reads 16-bit caches only. A quantized cache's blocks of the batch's
+// sequences are dequantized into a scratch 16-bit cache for it (launch.h: DequantizeKvArgs) where
+// that copy takes at most kMaxDequantizedBytes;
+// else, and where the Hopper kernel does not apply (head_dim 256, blocks under 8 keys), the mma.sync
+// kernel dequantizes tile by tile. Returns whether `a` now names the scratch cache.
+constexpr int64_t kMaxDequantizedBytes = int64_t{1} << 30;
+
+struct DequantizedCache {
+  Tensor k, v, tables;
+};
+
+bool dequantize_for_hopper(const OpContext& ctx, PrefillAttentionArgs& a, DequantizedCache& out) {
+  const int block_size = 1 << a.block_size_log2;
+  if (a.quant.codes == KvCodes::kNone || (a.head_dim != 64 && a.head_dim != 128) || block_size < 8) return false;
+  const int64_t blocks = int64_t{a.num_seqs} * a.max_blocks_per_seq;
+  const Shape shape{blocks, int64_t{a.num_kv_heads}, int64_t{block_size}, int64_t{a.head_dim}};
+  if (2 * shape.num_elements() * 2 > kMaxDequantizedBytes) return false;
+  // In q's dtype where that is bf16 (the Hopper kernel then loads q by TMA), else f16.
+  const bool bf16 = a.q_type == FloatType::kBF16;
+  out.k = Tensor(*ctx.allocator, bf16 ? DType::kBF16 : DType::kF16, shape);
+  out.v = Tensor(*ctx.allocator, bf16 ? DType::kBF16 : DType::kF16, shape);
+  out.tables = Tensor(*ctx.allocator, DType::kI32, {int64_t{a.num_seqs}, a.max_blocks_per_seq});
+  DequantizeKvArgs d;
+  d.k_cache = a.k_cache;
+  d.v_cache = a.v_cache;
+  d.quant = a.quant;
+  d.block_tables = a.block_tables;
+  d.context_lens = a.context_lens;
+  d.max_blocks_per_seq = a.max_blocks_per_seq;
+  d.num_cache_blocks = a.num_cache_blocks;
+  d.num_seqs = a.num_seqs;
+  d.num_kv_heads = a.num_kv_heads;
+  d.head_dim = a.head_dim;
+  d.block_size = block_size;
+  d.k_out = out.k.view().data();
+  d.v_out = out.v.view().data();
+  d.out_type = bf16 ? FloatType::kBF16 : FloatType::kF16;
+  d.out_tables = out.tables.data_as<int32_t>();
+  launch_dequantize_kv(d, ctx.stream);
+  a.k_cache = d.k_out;
+  a.v_cache = d.v_out;
+  a.kv_type = d.out_type;
+  a.quant = KvQuantArgs{};  // (fp8: K's scale stays in a.scale; V's is in the values)
+  a.block_tables = d.out_tables;
+  a.num_cache_blocks = blocks;
+  return true;
+}
+
 void prefill_attention(const OpContext& ctx, const AttentionParams& p, const AttentionArgs& g) {
   PrefillAttentionArgs a;
   static_cast<PagedAttentionArgs&>(a) = paged_args(g);
+  DequantizedCache dequantized;  // freed on return: reuse of the memory is stream-ordered after the kernels
+  dequantize_for_hopper(ctx, a, dequantized);
   a.q_vectorized = reinterpret_cast<uintptr_t>(g.q) % 16 == 0 && g.q_stride % 8 == 0;
   a.out_pairs = reinterpret_cast<uintptr_t>(g.out) % 4 == 0 && g.out_stride % 2 == 0;
   a.out_vectorized = reinterpret_cast<uintptr_t>(g.out) % 16 == 0 && g.out_stride % 8 == 0;

@@ -48,23 +48,12 @@ __device__ __forceinline__ void dequantize_tile(const uint8_t* stage, uint8_t* o
     uint32_t outs[4 * kOutChunks];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      if constexpr (kCodes == KvCodes::kInt8) {
-        outs[2 * i] = dequant_pair(u8_pair_plus_1024(words[i], false), zz, ss);
-        outs[2 * i + 1] = dequant_pair(u8_pair_plus_1024(words[i], true), zz, ss);
-      } else if constexpr (kCodes == KvCodes::kInt4) {
-        uint32_t pairs[4];  // (dim k, dim 4 + k)
-#pragma unroll
-        for (int k = 0; k < 4; ++k) pairs[k] = dequant_pair(u4_pair_plus_1024(words[i], k), zz, ss);
-        outs[4 * i] = byte_perm(pairs[0], pairs[1], 0x5410u);
-        outs[4 * i + 1] = byte_perm(pairs[2], pairs[3], 0x5410u);
-        outs[4 * i + 2] = byte_perm(pairs[0], pairs[1], 0x7632u);
-        outs[4 * i + 3] = byte_perm(pairs[2], pairs[3], 0x7632u);
-      } else {
-        outs[2 * i] = e4m3_pair_to_f16(words[i], false);
-        outs[2 * i + 1] = e4m3_pair_to_f16(words[i], true);
+      uint32_t* o = outs + i * kF16WordsPerCodeWord<kCodes>;
+      dequantize_word<kCodes>(words[i], zz, ss, o);
+      if constexpr (kCodes == KvCodes::kFp8) {
         if (m == 1) {
-          outs[2 * i] = as_u32(__hmul2(as_half2(outs[2 * i]), v_scale));
-          outs[2 * i + 1] = as_u32(__hmul2(as_half2(outs[2 * i + 1]), v_scale));
+#pragma unroll
+          for (int j = 0; j < 2; ++j) o[j] = as_u32(__hmul2(as_half2(o[j]), v_scale));
         }
       }
     }
