@@ -206,9 +206,12 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
       const uint64_t qkv = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
       int4_scratch = std::max({qkv * hidden, attn * hidden, 2 * inter * hidden}) * act_bytes;
     }
+    // A quantized cache's prefill attention may read a 16-bit copy of the batch's blocks (the CUDA
+    // backend's, at most 1 GiB: ops/attention.cc kMaxDequantizedBytes).
+    const uint64_t kv_dequant_scratch = kv_quant_ != KvQuant::kNone && !backend_->shares_host_memory() ? 1ull << 30 : 0;
     const uint64_t workspace = 2 * (static_cast<uint64_t>(options.max_num_batched_tokens) * per_token +
                                     static_cast<uint64_t>(options.max_num_seqs) * c.vocab_size * 8) +
-                               int4_scratch + (1ull << 30);
+                               int4_scratch + kv_dequant_scratch + (1ull << 30);
     const uint64_t free_bytes = backend_->free_memory_bytes();
     BRISK_CHECK(free_bytes > workspace, "only {:.2f} GiB free after loading the model; the step workspace needs "
                 "about {:.2f} GiB: lower --max-num-batched-tokens or --max-num-seqs", free_bytes / 1073741824.0,
