@@ -1,0 +1,185 @@
+#include "grammar/byte_grammar.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace brisk::grammar {
+
+bool ByteClass::contains(uint32_t cp) const {
+  if (cp < 128) return ascii[cp];
+  bool in = false;
+  for (const CharRange& r : ranges) {
+    if (cp >= r.lo && cp <= r.hi) {
+      in = true;
+      break;
+    }
+  }
+  return in != negated;
+}
+
+bool ByteClass::may_contain(uint32_t lo, uint32_t hi) const {
+  if (negated) return true;
+  for (const CharRange& r : ranges) {
+    if (hi >= r.lo && lo <= r.hi) return true;
+  }
+  return false;
+}
+
+namespace {
+
+class Lowering {
+ public:
+  explicit Lowering(const Grammar& g) : g_(g) {}
+
+  ByteGrammar run() {
+    for (const Rule& rule : g_.rules) out_.rules.push_back(ByteRule{rule.name, {}, -1, false});
+    for (size_t r = 0; r < g_.rules.size(); ++r) {
+      BRISK_CHECK(g_.rules[r].body >= 0, "grammar: rule '{}' has no body", g_.rules[r].name);
+      lower_rule_body(int32_t(r), g_.rules[r].body);
+      if (g_.rules[r].lookahead >= 0) {
+        std::vector<Element> elems;
+        lower_into(g_.rules[r].lookahead, elems);
+        out_.rules[r].lookahead = add_alternative(-1, elems);
+      }
+    }
+    out_.root = g_.root;
+    compute_nullable();
+    return std::move(out_);
+  }
+
+ private:
+  int32_t add_alternative(int32_t rule, const std::vector<Element>& elems) {
+    int32_t begin = int32_t(out_.elements.size());
+    out_.elements.insert(out_.elements.end(), elems.begin(), elems.end());
+    out_.alternatives.push_back(Alternative{rule, begin, int32_t(out_.elements.size())});
+    int32_t id = int32_t(out_.alternatives.size()) - 1;
+    if (rule >= 0) out_.rules[rule].alternatives.push_back(id);
+    return id;
+  }
+
+  int32_t new_rule(const std::string& base) {
+    out_.rules.push_back(ByteRule{fmt::format("{}_{}", base, out_.rules.size()), {}, -1, false});
+    return int32_t(out_.rules.size()) - 1;
+  }
+
+  void lower_rule_body(int32_t rule, int32_t expr) {
+    const Expr& e = g_.exprs[expr];
+    if (e.kind == ExprKind::kChoice) {
+      for (int32_t child : e.children) lower_rule_body(rule, child);
+      return;
+    }
+    std::vector<Element> elems;
+    lower_into(expr, elems);
+    add_alternative(rule, elems);
+  }
+
+  int32_t add_class(const Expr& e) {
+    ByteClass c;
+    c.negated = e.negated;
+    c.ranges = e.ranges;
+    for (uint32_t cp = 0; cp < 128; ++cp) {
+      bool in = false;
+      for (const CharRange& r : e.ranges) in = in || (cp >= r.lo && cp <= r.hi);
+      c.ascii[cp] = in != e.negated;
+    }
+    out_.classes.push_back(std::move(c));
+    return int32_t(out_.classes.size()) - 1;
+  }
+
+  // A rule whose body is `expr` (for a choice or repetition nested in a sequence).
+  int32_t helper_rule(int32_t expr) {
+    int32_t rule = new_rule(current_base());
+    lower_rule_body(rule, expr);
+    return rule;
+  }
+
+  std::string current_base() const { return "helper"; }
+
+  void lower_into(int32_t expr, std::vector<Element>& out) {
+    const Expr& e = g_.exprs[expr];
+    switch (e.kind) {
+      case ExprKind::kEmpty: return;
+      case ExprKind::kBytes:
+        for (unsigned char c : e.bytes) out.push_back({ElementKind::kByte, c});
+        return;
+      case ExprKind::kCharClass: out.push_back({ElementKind::kClass, add_class(e)}); return;
+      case ExprKind::kRuleRef: out.push_back({ElementKind::kRule, e.rule}); return;
+      case ExprKind::kSequence:
+        for (int32_t child : e.children) lower_into(child, out);
+        return;
+      case ExprKind::kChoice: out.push_back({ElementKind::kRule, helper_rule(expr)}); return;
+      case ExprKind::kRepeat: lower_repeat(e, out); return;
+    }
+  }
+
+  void lower_repeat(const Expr& e, std::vector<Element>& out) {
+    const Expr& child = g_.exprs[e.children[0]];
+    if (child.kind == ExprKind::kCharClass && e.min == 0 && e.max == -1) {
+      out.push_back({ElementKind::kClassStar, add_class(child)});
+      return;
+    }
+    // The child once, as elements (a helper rule when it is a choice).
+    std::vector<Element> once;
+    lower_into(e.children[0], once);
+    for (int32_t i = 0; i < e.min; ++i) out.insert(out.end(), once.begin(), once.end());
+    if (e.max == -1) {
+      if (child.kind == ExprKind::kCharClass) {
+        out.push_back({ElementKind::kClassStar, add_class(child)});
+        return;
+      }
+      // star ::= "" | star child  (left recursion keeps Earley sets small)
+      int32_t star = new_rule("star");
+      add_alternative(star, {});
+      std::vector<Element> loop{{ElementKind::kRule, star}};
+      loop.insert(loop.end(), once.begin(), once.end());
+      add_alternative(star, loop);
+      out.push_back({ElementKind::kRule, star});
+      return;
+    }
+    // Up to k more: opt_k ::= "" | child opt_{k-1}
+    int32_t next = -1;
+    for (int32_t k = 1; k <= e.max - e.min; ++k) {
+      int32_t opt = new_rule("opt");
+      add_alternative(opt, {});
+      std::vector<Element> more = once;
+      if (next >= 0) more.push_back({ElementKind::kRule, next});
+      add_alternative(opt, more);
+      next = opt;
+    }
+    if (next >= 0) out.push_back({ElementKind::kRule, next});
+  }
+
+  void compute_nullable() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (ByteRule& rule : out_.rules) {
+        if (rule.nullable) continue;
+        for (int32_t a : rule.alternatives) {
+          const Alternative& alt = out_.alternatives[a];
+          bool all = true;
+          for (int32_t i = alt.begin; i < alt.end && all; ++i) {
+            const Element& el = out_.elements[i];
+            all = el.kind == ElementKind::kClassStar ||
+                  (el.kind == ElementKind::kRule && out_.rules[el.value].nullable);
+          }
+          if (all) {
+            rule.nullable = true;
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  const Grammar& g_;
+  ByteGrammar out_;
+};
+
+}  // namespace
+
+ByteGrammar ByteGrammar::lower(const Grammar& grammar) { return Lowering(grammar).run(); }
+
+}  // namespace brisk::grammar
