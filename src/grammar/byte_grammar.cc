@@ -19,11 +19,22 @@ bool ByteClass::contains(uint32_t cp) const {
 }
 
 bool ByteClass::may_contain(uint32_t lo, uint32_t hi) const {
-  if (negated) return true;
-  for (const CharRange& r : ranges) {
-    if (hi >= r.lo && lo <= r.hi) return true;
+  if (lo > hi) return false;
+  if (!negated) {
+    for (const CharRange& r : ranges) {
+      if (hi >= r.lo && lo <= r.hi) return true;
+    }
+    return false;
   }
-  return false;
+  // Negated: some code point of [lo, hi] lies outside every range (ranges are sorted).
+  uint32_t next = lo;
+  for (const CharRange& r : ranges) {
+    if (r.hi < next) continue;
+    if (r.lo > next) return true;
+    if (r.hi >= hi) return false;
+    next = r.hi + 1;
+  }
+  return next <= hi;
 }
 
 namespace {

@@ -26,7 +26,7 @@ struct ByteClass {
   std::bitset<128> ascii;         // membership of the ASCII code points, negation applied
 
   bool contains(uint32_t cp) const;
-  // False when no code point in [lo, hi] can match (a positive class only).
+  // True when some code point in [lo, hi] is in the class.
   bool may_contain(uint32_t lo, uint32_t hi) const;
 };
 

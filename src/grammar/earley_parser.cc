@@ -1,5 +1,7 @@
 #include "grammar/earley_parser.h"
 
+#include <algorithm>
+
 #include "grammar/utf8.h"
 
 namespace brisk::grammar {
@@ -14,6 +16,17 @@ uint32_t hash_item(const ParserItem& item) {
   h ^= uint64_t(uint32_t(item.origin)) * 0x165667B19E3779F9ull;
   h ^= uint64_t(item.utf8) * 0x27D4EB2F165667C5ull;
   return uint32_t(h >> 32);
+}
+
+// True when the bits `cp` of a `length`-byte character with `left` bytes to come can still
+// end as a shortest-form code point (no overlong form, at most U+10FFFF) in the class.
+bool may_complete(const ByteClass& cls, uint32_t cp, int left, uint32_t length) {
+  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  uint32_t lo = cp << (6 * left);
+  uint32_t hi = lo | ((1u << (6 * left)) - 1);
+  lo = std::max(lo, kMin[length]);
+  hi = std::min(hi, 0x10ffffu);
+  return cls.may_contain(lo, hi);
 }
 
 }  // namespace
@@ -141,9 +154,9 @@ void EarleyParser::scan(const ParserItem& item, uint8_t byte) {
       if (cls.contains(cp)) add(ParserItem{item.alt, next_dot, item.origin, 0});
       return;
     }
-    uint32_t lo = cp << (6 * left);
-    uint32_t hi = lo | ((1u << (6 * left)) - 1);
-    if (cls.may_contain(lo, hi)) add(ParserItem{item.alt, item.dot, item.origin, (uint32_t(left) << 24) | cp});
+    if (may_complete(cls, cp, left, item.utf8 >> 26)) {
+      add(ParserItem{item.alt, item.dot, item.origin, (item.utf8 & 0xfc000000u) | (uint32_t(left) << 24) | cp});
+    }
     return;
   }
   if (byte < 0x80) {
@@ -154,9 +167,9 @@ void EarleyParser::scan(const ParserItem& item, uint8_t byte) {
   if (len == 0) return;
   static constexpr uint8_t kLeadMask[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
   uint32_t cp = byte & kLeadMask[len];
-  uint32_t lo = cp << (6 * (len - 1));
-  uint32_t hi = lo | ((1u << (6 * (len - 1))) - 1);
-  if (cls.may_contain(lo, hi)) add(ParserItem{item.alt, item.dot, item.origin, (uint32_t(len - 1) << 24) | cp});
+  if (may_complete(cls, cp, len - 1, uint32_t(len))) {
+    add(ParserItem{item.alt, item.dot, item.origin, (uint32_t(len) << 26) | (uint32_t(len - 1) << 24) | cp});
+  }
 }
 
 bool EarleyParser::advance(uint8_t byte) {

@@ -18,9 +18,9 @@ struct ParserItem {
   int32_t alt = 0;
   int32_t dot = 0;       // index into the alternative's elements
   int32_t origin = 0;    // item set where the alternative started; -1: no parent
-  uint32_t utf8 = 0;     // (bytes left << 24) | code point bits so far; 0 between characters
+  uint32_t utf8 = 0;     // (length << 26) | (bytes left << 24) | code point bits; 0 between characters
 
-  int utf8_left() const { return int(utf8 >> 24); }
+  int utf8_left() const { return int((utf8 >> 24) & 3); }
   bool operator==(const ParserItem&) const = default;
 };
 
