@@ -38,6 +38,8 @@ void EarleyParser::begin_set() {
   touched_.clear();
   set_begin_.push_back(int32_t(items_.size()));
   can_end_.push_back(0);
+  if (chain_tops_.size() < set_begin_.size()) chain_tops_.resize(set_begin_.size());
+  chain_tops_[set_begin_.size() - 1].clear();
 }
 
 void EarleyParser::reset_to_root() {
@@ -97,6 +99,12 @@ void EarleyParser::complete(const ParserItem& item) {
     return;
   }
   if (root_mode_ && rule == g_.root && item.origin == 0) can_end_.back() = 1;
+  if (item.origin + 1 < int32_t(set_begin_.size())) {
+    if (const ParserItem* top = chain_top(item.origin, rule)) {
+      add(*top);
+      return;
+    }
+  }
   int32_t begin = set_begin_[item.origin];
   // The origin set may be the current one (an empty completion); index, as items_ grows.
   int32_t end = item.origin + 1 < int32_t(set_begin_.size()) ? set_begin_[item.origin + 1]
@@ -111,6 +119,41 @@ void EarleyParser::complete(const ParserItem& item) {
       add(ParserItem{waiting.alt, waiting.dot + 1, waiting.origin, 0});
     }
   }
+}
+
+const ParserItem* EarleyParser::chain_top(int32_t origin, int32_t rule) {
+  for (const ChainTop& memo : chain_tops_[origin]) {
+    if (memo.rule == rule) return memo.found ? &memo.top : nullptr;
+  }
+  const ParserItem* waiting_item = nullptr;
+  int num_waiting = 0;
+  for (int32_t i = set_begin_[origin]; i < set_begin_[origin + 1] && num_waiting < 2; ++i) {
+    const ParserItem& waiting = items_[i];
+    if (waiting.utf8 != 0) continue;
+    const Alternative& alt = g_.alternatives[waiting.alt];
+    if (waiting.dot >= alt.end - alt.begin) continue;
+    const Element& el = g_.elements[alt.begin + waiting.dot];
+    if (el.kind == ElementKind::kRule && el.value == rule) {
+      waiting_item = &waiting;
+      ++num_waiting;
+    }
+  }
+  ChainTop memo{rule, false, {}};
+  if (num_waiting == 1) {
+    const Alternative& alt = g_.alternatives[waiting_item->alt];
+    if (waiting_item->dot + 1 == alt.end - alt.begin) {
+      ParserItem done{waiting_item->alt, waiting_item->dot + 1, waiting_item->origin, 0};
+      memo.found = true;
+      memo.top = done;
+      // Stop where completing has another effect: the start item, or the root at set 0.
+      bool stop = done.origin < 0 || (root_mode_ && alt.rule == g_.root && done.origin == 0);
+      if (!stop) {
+        if (const ParserItem* higher = chain_top(done.origin, alt.rule)) memo.top = *higher;
+      }
+    }
+  }
+  chain_tops_[origin].push_back(memo);
+  return memo.found ? &chain_tops_[origin].back().top : nullptr;
 }
 
 void EarleyParser::close_current_set() {

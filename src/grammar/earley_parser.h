@@ -61,11 +61,22 @@ class EarleyParser {
   void complete(const ParserItem& item);
   void scan(const ParserItem& item, uint8_t byte);
   void begin_set();
+  // Leo's right-recursion shortcut: when set `origin` holds exactly one item waiting for
+  // `rule` and that item ends right after it, completing `rule` there completes that item's
+  // rule in turn; the top of such a chain is memoised per set, so that a long right-recursive
+  // run (string contents) completes in constant time. Null when the chain is empty.
+  const ParserItem* chain_top(int32_t origin, int32_t rule);
 
   const ByteGrammar& g_;
   std::vector<ParserItem> items_;  // all sets, back to back
   std::vector<int32_t> set_begin_; // set k is items_[set_begin_[k], set_begin_[k+1])
   std::vector<uint8_t> can_end_;   // per set
+  struct ChainTop {
+    int32_t rule;
+    bool found;
+    ParserItem top;
+  };
+  std::vector<std::vector<ChainTop>> chain_tops_;  // per set
   bool root_mode_ = true;
   // Dedup of the set being built: an open-addressing table of item indices.
   std::vector<int32_t> table_;
