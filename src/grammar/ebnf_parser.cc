@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "grammar/regex_converter.h"
 #include "grammar/utf8.h"
 
 namespace brisk::grammar {
@@ -164,10 +165,37 @@ class Parser {
     if (is_name_char(c)) {
       auto [line, col] = line_col(pos_);
       std::string name(parse_name());
+      if (name == "Regex" && peek() == '(') return parse_regex_call();
       reference_position_.try_emplace(name, line, col);
       return g_.ref(g_.rule_id(name));
     }
     fail(fmt::format("unexpected character '{}'", c));
+  }
+
+  // xgrammar's Regex("...") (optionally with `, json_string=true`): the regex's language.
+  int32_t parse_regex_call() {
+    ++pos_;
+    skip_space();
+    if (peek() != '"') fail("expected a string literal in Regex(...)");
+    ++pos_;
+    std::string regex;
+    while (true) {
+      if (at_end() || peek() == '\n') fail("unterminated string literal");
+      if (peek() == '"') break;
+      append_utf8(regex, parse_char(false));
+    }
+    ++pos_;
+    skip_space();
+    if (peek() == ',') {
+      while (!at_end() && peek() != ')') ++pos_;
+    }
+    if (peek() != ')') fail("expected ')' to close Regex(...)");
+    ++pos_;
+    try {
+      return add_regex(g_, regex, "regex");
+    } catch (const Error& e) {
+      fail(e.what());
+    }
   }
 
   int32_t parse_postfix(int32_t expr) {

@@ -33,7 +33,7 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return info.param.tokenizer + (info.param.source == Source::kBrisk ? "_brisk" : "_xgrammar_ebnf");
 }
 
-Grammar grammar_of(const nlohmann::json& corpus_case) {
+Grammar grammar_of(const nlohmann::ordered_json& corpus_case) {
   const std::string kind = corpus_case["kind"];
   const auto& source = corpus_case["source"];
   if (kind == "json_schema") return json_schema_to_grammar(source.dump());
@@ -90,7 +90,7 @@ TEST_P(GoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
   BRISK_REQUIRE_SHARED_TESTDATA();
   const Param& param = GetParam();
   auto golden = nlohmann::json::parse(read_file(test_data_dir() / "grammar/goldens" / (param.tokenizer + ".json")));
-  auto corpus = nlohmann::json::parse(read_file(test_data_dir() / "grammar/corpus.json"));
+  auto corpus = nlohmann::ordered_json::parse(read_file(test_data_dir() / "grammar/corpus.json"));
   auto vocab = shared_vocab(param.tokenizer, golden["stop_ids"].get<std::vector<int32_t>>());
   ASSERT_EQ(vocab->vocab_size(), golden["vocab_size"].get<int32_t>());
   ASSERT_EQ(fmt::format("{:016x}", vocab_digest(*vocab)), golden["vocab_digest"].get<std::string>())
@@ -99,7 +99,7 @@ TEST_P(GoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
   for (const auto& golden_case : golden["cases"]) {
     const std::string name = golden_case["name"];
     if (!golden_case.contains("walks")) continue;
-    const nlohmann::json* corpus_case = nullptr;
+    const nlohmann::ordered_json* corpus_case = nullptr;
     for (const auto& c : corpus) {
       if (c["name"] == name) corpus_case = &c;
     }

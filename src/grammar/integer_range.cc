@@ -1,0 +1,85 @@
+#include "grammar/integer_range.h"
+
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace brisk::grammar {
+
+namespace {
+
+std::string digit_class(char lo, char hi) {
+  if (lo == hi) return std::string(1, lo);
+  if (lo == '0' && hi == '9') return "\\d";
+  return fmt::format("[{}-{}]", lo, hi);
+}
+
+// Digit strings of one width between lo and hi (leading zeros allowed), as alternatives.
+void fixed_width(const std::string& lo, const std::string& hi, const std::string& prefix,
+                 std::vector<std::string>& out) {
+  if (lo.empty()) {
+    out.push_back(prefix);
+    return;
+  }
+  size_t rest = lo.size() - 1;
+  bool lo_zeros = lo.find_first_not_of('0', 1) == std::string::npos;
+  bool hi_nines = hi.find_first_not_of('9', 1) == std::string::npos;
+  if (lo_zeros && hi_nines) {
+    out.push_back(prefix + digit_class(lo[0], hi[0]) + (rest ? fmt::format("\\d{{{}}}", rest) : ""));
+    return;
+  }
+  if (lo[0] == hi[0]) {
+    fixed_width(lo.substr(1), hi.substr(1), prefix + lo[0], out);
+    return;
+  }
+  fixed_width(lo.substr(1), std::string(rest, '9'), prefix + lo[0], out);
+  if (hi[0] - lo[0] > 1) {
+    out.push_back(prefix + digit_class(char(lo[0] + 1), char(hi[0] - 1)) + (rest ? fmt::format("\\d{{{}}}", rest) : ""));
+  }
+  fixed_width(std::string(rest, '0'), hi.substr(1), prefix + hi[0], out);
+}
+
+// Positive integers in [lo, hi] (hi absent: unbounded), lo >= 1.
+void positive_range(uint64_t lo, std::optional<uint64_t> hi, const std::string& prefix, std::vector<std::string>& out) {
+  std::string lo_text = std::to_string(lo);
+  size_t width = lo_text.size();
+  while (true) {
+    uint64_t width_max = 9;
+    for (size_t i = 1; i < width; ++i) width_max = width_max * 10 + 9;
+    if (width >= 19) width_max = UINT64_MAX;
+    if (!hi && width >= lo_text.size()) {
+      fixed_width(lo_text, std::string(width, '9'), prefix, out);
+      out.push_back(prefix + fmt::format("[1-9]\\d{{{},}}", width));
+      return;
+    }
+    uint64_t top = hi && *hi < width_max ? *hi : width_max;
+    fixed_width(lo_text, std::to_string(top), prefix, out);
+    if (top == *hi) return;
+    ++width;
+    lo_text = "1" + std::string(width - 1, '0');
+  }
+}
+
+}  // namespace
+
+std::string integer_range_regex(std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  std::vector<std::string> out;
+  if (!lo || *lo < 0) {
+    uint64_t magnitude_lo = hi && *hi < 0 ? uint64_t(-*hi) : 1;
+    std::optional<uint64_t> magnitude_hi;
+    if (lo) magnitude_hi = uint64_t(-*lo);
+    positive_range(magnitude_lo, magnitude_hi, "-", out);
+  }
+  if ((!lo || *lo <= 0) && (!hi || *hi >= 0)) out.push_back("0");
+  if (!hi || *hi >= 1) {
+    uint64_t positive_lo = lo && *lo > 1 ? uint64_t(*lo) : 1;
+    std::optional<uint64_t> positive_hi;
+    if (hi) positive_hi = uint64_t(*hi);
+    positive_range(positive_lo, positive_hi, "", out);
+  }
+  std::string regex;
+  for (const std::string& alt : out) regex += (regex.empty() ? "(" : "|") + alt;
+  return regex + ")";
+}
+
+}  // namespace brisk::grammar
