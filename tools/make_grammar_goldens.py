@@ -86,10 +86,11 @@ def load_vocab(name):
     else:
         vocab = json.loads((folder / "vocab.json").read_text())
         vocab_type = xgr.VocabType.BYTE_LEVEL
+        special_ids = {vocab["<|endoftext|>"]} if "<|endoftext|>" in vocab else set()
         if name == "qwen2":  # the specials follow vocab.json (../shared/testdata/README.md)
             for i, text in enumerate(["<|endoftext|>", "<|im_start|>", "<|im_end|>"]):
                 vocab[text] = 151643 + i
-        special_ids = {vocab["<|endoftext|>"]}
+                special_ids.add(151643 + i)
         stop = [vocab["<|endoftext|>"]]
     size = max(vocab.values()) + 1
     pieces = [""] * size

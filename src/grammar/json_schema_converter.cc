@@ -287,10 +287,18 @@ class SchemaConverter {
       additional = "basic_any";
     }
     if (properties.empty()) {
-      if (additional.empty()) return "(\"{\" " + ws_ + " \"}\")";
-      if (additional == "basic_any") return "basic_object";
       std::string kv = "basic_string " + ws_ + " \":\" " + ws_ + " " + additional;
-      return fmt::format("(\"{{\" {0} {1} ({2} {1})* {0} \"}}\" | \"{{\" {0} \"}}\")", ws_, kv, sep());
+      if (schema.contains("patternProperties")) kv = pattern_properties(schema["patternProperties"], name, pointer);
+      else if (additional.empty()) return "(\"{\" " + ws_ + " \"}\")";
+      int64_t min = get_int(schema, "minProperties", pointer).value_or(0);
+      int64_t max = get_int(schema, "maxProperties", pointer).value_or(-1);
+      if (min < 0 || (max != -1 && max < min)) fail(pointer, "minProperties/maxProperties form an empty range");
+      if (additional == "basic_any" && min == 0 && max == -1 && !schema.contains("patternProperties")) return "basic_object";
+      if (max == 0) return "(\"{\" " + ws_ + " \"}\")";
+      std::string more = fmt::format("({} {}){{{},{}}}", sep(), kv, std::max<int64_t>(min - 1, 0),
+                                     max == -1 ? std::string() : std::to_string(max - 1));
+      std::string nonempty = fmt::format("\"{{\" {0} {1} {2} {0} \"}}\"", ws_, kv, more);
+      return min == 0 ? "(" + nonempty + " | \"{\" " + ws_ + " \"}\")" : "(" + nonempty + ")";
     }
     std::vector<std::string> kvs;
     std::vector<bool> is_required;
@@ -337,6 +345,20 @@ class SchemaConverter {
     std::string body;
     for (const std::string& a : first) body += (body.empty() ? "(" : " | ") + a;
     return "(\"{\" " + ws_ + " " + body + ") " + ws_ + " \"}\")";
+  }
+
+  // A key matching one of the patterns, then its value.
+  std::string pattern_properties(const Json& patterns, const std::string& name, const std::string& pointer) {
+    if (!patterns.is_object() || patterns.empty()) fail(pointer + "/patternProperties", "must be a non-empty object");
+    std::string out;
+    size_t index = 0;
+    for (auto it = patterns.begin(); it != patterns.end(); ++it, ++index) {
+      std::string key = add_regex_rule(fmt::format("{}_key_{}", name, index), it.key());
+      std::string value = convert(it.value(), fmt::format("{}_value_{}", name, index),
+                                  pointer + "/patternProperties/" + it.key());
+      out += (out.empty() ? "(" : " | ") + fmt::format("\"\\\"\" {0} \"\\\"\" {1} \":\" {1} {2}", key, ws_, value);
+    }
+    return out + ")";
   }
 
   std::string convert_array(const Json& schema, const std::string& name, const std::string& pointer) {

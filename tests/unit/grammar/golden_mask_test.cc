@@ -4,6 +4,7 @@
 // sources per case: brisk's own converters, and xgrammar's EBNF of the case parsed by brisk
 // (which checks the matcher apart from the converters).
 #include <cstdlib>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -84,6 +85,13 @@ std::string replay(const std::shared_ptr<const CompiledGrammar>& compiled, const
   return "";
 }
 
+// Cases whose grammar from brisk's converters knowingly differs from xgrammar 0.2.9's
+// (docs/grammar.md): allOf is merged (xgrammar falls back to any JSON), and numbers with
+// bounds are any number (xgrammar enumerates decimals of up to 6 fraction digits); the
+// quoted local part of format "email" escapes differently.
+const std::set<std::string> kKnownConverterDifferences = {"all_of", "number_range", "number_exclusive_min",
+                                                          "classification", "product", "format_email"};
+
 class GoldenMaskTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(GoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
@@ -99,6 +107,7 @@ TEST_P(GoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
   for (const auto& golden_case : golden["cases"]) {
     const std::string name = golden_case["name"];
     if (!golden_case.contains("walks")) continue;
+    if (param.source == Source::kBrisk && kKnownConverterDifferences.count(name)) continue;
     const nlohmann::ordered_json* corpus_case = nullptr;
     for (const auto& c : corpus) {
       if (c["name"] == name) corpus_case = &c;
@@ -121,7 +130,7 @@ TEST_P(GoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
     }
     ++num_cases;
   }
-  EXPECT_GT(num_cases, 80);
+  EXPECT_GT(num_cases, 80);  // the corpus has 89 cases
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTokenizers, GoldenMaskTest,
