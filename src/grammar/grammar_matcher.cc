@@ -93,12 +93,33 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
   }
   std::sort(candidates_.begin(), candidates_.end());
   candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+  // The uncertain tokens through the full parser, in byte order: the parser keeps the
+  // prefix shared with the previous candidate.
   const auto& sorted = vocab.sorted();
+  const std::string* prev = nullptr;
+  int32_t depth = 0;
   for (int32_t index : candidates_) {
     int32_t id = sorted[index];
     if (words[id >> 5] & (1u << (id & 31))) continue;
-    if (token_accepted_now(vocab.token_bytes(id))) words[id >> 5] |= 1u << (id & 31);
+    const std::string& token = vocab.token_bytes(id);
+    if (prev != nullptr) {
+      int32_t common = 0;
+      while (common < depth && common < int32_t(token.size()) && (*prev)[common] == token[common]) ++common;
+      parser_.pop(depth - common);
+      depth = common;
+    }
+    prev = &token;
+    bool ok = true;
+    while (depth < int32_t(token.size())) {
+      if (!parser_.advance(uint8_t(token[depth]))) {
+        ok = false;
+        break;
+      }
+      ++depth;
+    }
+    if (ok) words[id >> 5] |= 1u << (id & 31);
   }
+  parser_.pop(depth);
   if (parser_.can_end()) {
     for (int32_t id : vocab.stop_ids()) words[id >> 5] |= 1u << (id & 31);
   }
