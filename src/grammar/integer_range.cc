@@ -8,6 +8,10 @@ namespace brisk::grammar {
 
 namespace {
 
+std::string any_digits(size_t count) {
+  return count == 0 ? "" : count == 1 ? "\\d" : fmt::format("\\d{{{}}}", count);
+}
+
 std::string digit_class(char lo, char hi) {
   if (lo == hi) return std::string(1, lo);
   if (lo == '0' && hi == '9') return "\\d";
@@ -25,7 +29,7 @@ void fixed_width(const std::string& lo, const std::string& hi, const std::string
   bool lo_zeros = lo.find_first_not_of('0', 1) == std::string::npos;
   bool hi_nines = hi.find_first_not_of('9', 1) == std::string::npos;
   if (lo_zeros && hi_nines) {
-    out.push_back(prefix + digit_class(lo[0], hi[0]) + (rest ? fmt::format("\\d{{{}}}", rest) : ""));
+    out.push_back(prefix + digit_class(lo[0], hi[0]) + any_digits(rest));
     return;
   }
   if (lo[0] == hi[0]) {
@@ -34,7 +38,7 @@ void fixed_width(const std::string& lo, const std::string& hi, const std::string
   }
   fixed_width(lo.substr(1), std::string(rest, '9'), prefix + lo[0], out);
   if (hi[0] - lo[0] > 1) {
-    out.push_back(prefix + digit_class(char(lo[0] + 1), char(hi[0] - 1)) + (rest ? fmt::format("\\d{{{}}}", rest) : ""));
+    out.push_back(prefix + digit_class(char(lo[0] + 1), char(hi[0] - 1)) + any_digits(rest));
   }
   fixed_width(std::string(rest, '0'), hi.substr(1), prefix + hi[0], out);
 }
