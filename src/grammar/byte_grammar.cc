@@ -44,7 +44,7 @@ class Lowering {
   explicit Lowering(const Grammar& g) : g_(g) {}
 
   ByteGrammar run() {
-    for (const Rule& rule : g_.rules) out_.rules.push_back(ByteRule{rule.name, {}, -1, false});
+    for (const Rule& rule : g_.rules) out_.rules.push_back(ByteRule{rule.name, {}, -1, false, false, {}, -1});
     for (size_t r = 0; r < g_.rules.size(); ++r) {
       BRISK_CHECK(g_.rules[r].body >= 0, "grammar: rule '{}' has no body", g_.rules[r].name);
       lower_rule_body(int32_t(r), g_.rules[r].body);
@@ -56,6 +56,7 @@ class Lowering {
     }
     out_.root = g_.root;
     compute_nullable();
+    compute_continuations();
     return std::move(out_);
   }
 
@@ -70,7 +71,7 @@ class Lowering {
   }
 
   int32_t new_rule(const std::string& base) {
-    out_.rules.push_back(ByteRule{fmt::format("{}_{}", base, out_.rules.size()), {}, -1, false});
+    out_.rules.push_back(ByteRule{fmt::format("{}_{}", base, out_.rules.size()), {}, -1, false, true, {}, -1});
     return int32_t(out_.rules.size()) - 1;
   }
 
@@ -159,6 +160,45 @@ class Lowering {
       next = opt;
     }
     if (next >= 0) out.push_back({ElementKind::kRule, next});
+  }
+
+  // A helper referenced from one site (or from one site and its own left-recursive loop)
+  // always goes on there: the mask cache parses such helpers together with their context up
+  // to a user rule, as xgrammar does with a rule's automaton.
+  void compute_continuations() {
+    std::vector<std::vector<Site>> sites(out_.rules.size());
+    for (size_t a = 0; a < out_.alternatives.size(); ++a) {
+      const Alternative& alt = out_.alternatives[a];
+      for (int32_t i = alt.begin; i < alt.end; ++i) {
+        if (out_.elements[i].kind == ElementKind::kRule) {
+          sites[out_.elements[i].value].push_back(Site{int32_t(a), i - alt.begin});
+        }
+      }
+    }
+    for (size_t r = 0; r < out_.rules.size(); ++r) {
+      ByteRule& rule = out_.rules[r];
+      if (!rule.helper) continue;
+      int num_outer = 0;
+      for (const Site& site : sites[r]) num_outer += out_.alternatives[site.alt].rule != int32_t(r);
+      bool self_loops_ok = true;
+      for (const Site& site : sites[r]) {
+        if (out_.alternatives[site.alt].rule == int32_t(r) && site.dot != 0) self_loops_ok = false;
+      }
+      if (num_outer == 1 && self_loops_ok) rule.continuations = sites[r];
+    }
+    for (size_t r = 0; r < out_.rules.size(); ++r) {
+      int32_t current = int32_t(r);
+      for (size_t guard = 0; guard <= out_.rules.size(); ++guard) {
+        const ByteRule& rule = out_.rules[current];
+        int32_t next = -1;
+        for (const Site& site : rule.continuations) {
+          if (out_.alternatives[site.alt].rule != current) next = out_.alternatives[site.alt].rule;
+        }
+        if (next < 0) break;
+        current = next;
+      }
+      out_.rules[r].end_rule = current;
+    }
   }
 
   void compute_nullable() {

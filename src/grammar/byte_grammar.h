@@ -36,11 +36,23 @@ struct Alternative {
   int32_t end;
 };
 
+struct Site {
+  int32_t alt;
+  int32_t dot;  // the rule element's index in the alternative
+};
+
 struct ByteRule {
   std::string name;
   std::vector<int32_t> alternatives;
   int32_t lookahead = -1;  // alternative id of the lookahead sequence (not part of any rule)
   bool nullable = false;
+  bool helper = false;     // made by lowering (a nested choice or repetition)
+  // For a helper whose context is fixed: where parsing goes on when it completes (its one
+  // reference site, plus its own loop for a star). Empty for the others.
+  std::vector<Site> continuations;
+  // The user rule that a parse of this rule alone ends with: itself, or for a helper with
+  // continuations the end rule of the rule it continues in.
+  int32_t end_rule = -1;
 };
 
 struct ByteGrammar {

@@ -95,7 +95,11 @@ bool EarleyParser::is_scannable(const ParserItem& item) const {
 void EarleyParser::complete(const ParserItem& item) {
   int32_t rule = g_.alternatives[item.alt].rule;
   if (item.origin < 0) {
-    can_end_.back() = 1;
+    if (rule < 0 || g_.rules[rule].continuations.empty()) {  // rule -1: a lookahead sequence
+      can_end_.back() = 1;
+    } else {
+      for (const Site& site : g_.rules[rule].continuations) add(ParserItem{site.alt, site.dot + 1, -1, 0});
+    }
     return;
   }
   if (root_mode_ && rule == g_.root && item.origin == 0) can_end_.back() = 1;

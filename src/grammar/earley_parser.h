@@ -30,7 +30,8 @@ class EarleyParser {
 
   // Starts over with the root rule.
   void reset_to_root();
-  // Starts over with `item` alone (its origin is set to -1: completing its rule ends the parse).
+  // Starts over with `item` alone (its origin is set to -1: completing its rule ends the
+  // parse, or for a helper rule with a fixed context goes on in that context).
   void reset_to_item(ParserItem item);
   // Starts over with the lookahead alternative `alt` (a pseudo rule without parent).
   void reset_to_alternative(int32_t alt);

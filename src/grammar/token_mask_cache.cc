@@ -34,7 +34,7 @@ bool TokenMaskCache::passes_lookahead(int32_t lookahead_alt, const std::string& 
 
 std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start) {
   auto mask = std::make_unique<PositionMask>();
-  int32_t rule = grammar_.alternatives[start.alt].rule;
+  int32_t rule = grammar_.rules[grammar_.alternatives[start.alt].rule].end_rule;
   bool is_root = rule == grammar_.root;
   int32_t lookahead = grammar_.rules[rule].lookahead;
   const auto& sorted = vocab_.sorted();

@@ -5,7 +5,8 @@
 // time a mask is the union of the accepted sets of the current items plus the uncertain
 // tokens that the full parser accepts.
 //
-// Classification of a token from an item of rule R (the rule parsed alone, no parent):
+// Classification of a token from an item of rule R (the rule parsed alone, no parent; for a
+// helper rule made by lowering, R is the user rule it is part of, parsed from the item on):
 //   accepted   every byte is consumed inside R (R may complete exactly at the last byte);
 //   uncertain  not accepted, R can complete after k >= 1 of its bytes, R is not the root
 //              rule, and the rest of the token from some such k passes R's lookahead
