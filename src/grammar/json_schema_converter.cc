@@ -74,7 +74,7 @@ class SchemaConverter {
     return text + basics;
   }
 
-  const std::vector<std::pair<std::string, std::string>>& patterns() const { return patterns_; }
+  const auto& patterns() const { return patterns_; }
 
  private:
   [[noreturn]] void fail(const std::string& pointer, const std::string& what) const {
@@ -96,7 +96,23 @@ class SchemaConverter {
   std::string add_regex_rule(const std::string& hint, const std::string& regex) {
     std::string name = fresh_name(hint);
     rules_.push_back(name + " ::= \"\"");  // the body comes from regex_to_grammar after parsing
-    patterns_.push_back({name, regex});
+    patterns_.push_back({name, regex, false});
+    return name;
+  }
+
+  // A JSON string whose content is `content` (EBNF) or, when `regex` is set, that regex. The
+  // quotes belong to the rule and so does basic_string_sub's lookahead (a string is followed
+  // by a separator, a closing bracket or a colon), so that the mask cache decides most tokens
+  // that close the string without running the full parser.
+  std::string add_string_rule(const std::string& hint, const std::string& content, const char* regex = nullptr) {
+    std::string name = fresh_name(hint);
+    std::string lookahead = " (= " + ws_ + " [,}\\]:])";
+    if (regex != nullptr) {
+      rules_.push_back(name + " ::= \"\"" + lookahead);
+      patterns_.push_back({name, regex, true});
+    } else {
+      rules_.push_back(name + " ::= \"\\\"\" " + content + " \"\\\"\"" + lookahead);
+    }
     return name;
   }
 
@@ -231,16 +247,16 @@ class SchemaConverter {
     if (min_length || max_length) {
       int64_t lo = min_length.value_or(0), hi = max_length.value_or(-1);
       if (lo < 0 || (hi != -1 && hi < lo)) fail(pointer, "minLength/maxLength form an empty range");
-      return fmt::format("(\"\\\"\" [^\"\\\\\\r\\n]{{{},{}}} \"\\\"\")", lo, hi == -1 ? std::string() : std::to_string(hi));
+      return add_string_rule(name + "_string", fmt::format("[^\"\\\\\\r\\n]{{{},{}}}", lo, hi == -1 ? std::string() : std::to_string(hi)));
     }
     if (schema.contains("pattern")) {
       if (!schema["pattern"].is_string()) fail(pointer + "/pattern", "must be a string");
-      return "(\"\\\"\" " + add_regex_rule(name + "_pattern", schema["pattern"].get<std::string>()) + " \"\\\"\")";
+      return add_string_rule(name + "_pattern", "", schema["pattern"].get_ref<const std::string&>().c_str());
     }
     if (schema.contains("format")) {
       if (!schema["format"].is_string()) fail(pointer + "/format", "must be a string");
       if (const char* regex = json_format_regex(schema["format"].get<std::string>())) {
-        return "(\"\\\"\" " + add_regex_rule(name + "_format", regex) + " \"\\\"\")";
+        return add_string_rule(name + "_format", "", regex);
       }
     }
     return "basic_string";
@@ -416,7 +432,12 @@ class SchemaConverter {
   std::vector<std::string> rules_;
   std::map<std::string, std::string> ref_rules_;
   std::set<std::string> used_names_{"root"};
-  std::vector<std::pair<std::string, std::string>> patterns_;
+  struct Pattern {
+    std::string rule;
+    std::string regex;
+    bool quoted;  // the rule is a JSON string: the regex between quotes
+  };
+  std::vector<Pattern> patterns_;
 };
 
 Json parse_schema(std::string_view schema) {
@@ -439,9 +460,11 @@ Grammar json_schema_to_grammar(std::string_view schema, const JsonSchemaOptions&
   SchemaConverter converter(root, options);
   std::string text = converter.run();
   Grammar grammar = parse_ebnf(text);
-  for (const auto& [name, regex] : converter.patterns()) {
-    int32_t rule = grammar.find_rule(name);
-    grammar.rules[rule].body = add_regex(grammar, regex, name);
+  for (const auto& pattern : converter.patterns()) {
+    int32_t rule = grammar.find_rule(pattern.rule);
+    int32_t body = add_regex(grammar, pattern.regex, pattern.rule);
+    if (pattern.quoted) body = grammar.sequence({grammar.bytes("\""), body, grammar.bytes("\"")});
+    grammar.rules[rule].body = body;
   }
   return grammar;
 }
