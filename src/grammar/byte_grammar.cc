@@ -131,10 +131,17 @@ class Lowering {
       out.push_back({ElementKind::kClassStar, add_class(child)});
       return;
     }
-    // The child once, as elements (a helper rule when it is a choice).
-    std::vector<Element> once;
-    lower_into(e.children[0], once);
-    for (int32_t i = 0; i < e.min; ++i) out.insert(out.end(), once.begin(), once.end());
+    // One copy of the child, as elements (a helper rule when it is a choice). Each copy gets
+    // its own helper rules, so that each helper has one reference site (continuations).
+    auto once = [&] {
+      std::vector<Element> elems;
+      lower_into(e.children[0], elems);
+      return elems;
+    };
+    for (int32_t i = 0; i < e.min; ++i) {
+      std::vector<Element> copy = once();
+      out.insert(out.end(), copy.begin(), copy.end());
+    }
     if (e.max == -1) {
       if (child.kind == ExprKind::kCharClass) {
         out.push_back({ElementKind::kClassStar, add_class(child)});
@@ -144,7 +151,8 @@ class Lowering {
       int32_t star = new_rule("star");
       add_alternative(star, {});
       std::vector<Element> loop{{ElementKind::kRule, star}};
-      loop.insert(loop.end(), once.begin(), once.end());
+      std::vector<Element> copy = once();
+      loop.insert(loop.end(), copy.begin(), copy.end());
       add_alternative(star, loop);
       out.push_back({ElementKind::kRule, star});
       return;
@@ -154,7 +162,7 @@ class Lowering {
     for (int32_t k = 1; k <= e.max - e.min; ++k) {
       int32_t opt = new_rule("opt");
       add_alternative(opt, {});
-      std::vector<Element> more = once;
+      std::vector<Element> more = once();
       if (next >= 0) more.push_back({ElementKind::kRule, next});
       add_alternative(opt, more);
       next = opt;
