@@ -158,7 +158,9 @@ std::string GrammarMatcher::find_jump_forward_string() {
     forced += char(next);
   }
   parser_.pop(int32_t(forced.size()));
-  // Never end inside a UTF-8 character: drop a trailing partial one.
+  // Whole characters only, as xgrammar: nothing while inside a character, and no trailing
+  // partial one.
+  if (!forced.empty() && (uint8_t(forced[0]) & 0xc0) == 0x80) return {};
   size_t end = forced.size();
   size_t i = end;
   while (i > 0 && (uint8_t(forced[i - 1]) & 0xc0) == 0x80) --i;

@@ -1,6 +1,7 @@
 // brisk's token masks against xgrammar's (tests/data/grammar/goldens, made by
 // tools/make_grammar_goldens.py): every step of every recorded walk must allow exactly the
-// tokens xgrammar allowed, for each corpus case and each shared tokenizer. Two grammar
+// tokens xgrammar allowed and force the same jump-forward string, for each corpus case and
+// each shared tokenizer. Two grammar
 // sources per case: brisk's own converters, and xgrammar's EBNF of the case parsed by brisk
 // (which checks the matcher apart from the converters).
 #include <cstdlib>
@@ -76,6 +77,11 @@ std::string replay(const std::shared_ptr<const CompiledGrammar>& compiled, const
       }
       return fmt::format("seed {} step {}: brisk allows {} tokens, xgrammar {}{}", walk["seed"].get<int64_t>(),
                          step_index, ids.size(), step["count"].get<int64_t>(), detail);
+    }
+    std::string jump = matcher.find_jump_forward_string();
+    if (jump != step["jump"].get<std::string>()) {
+      return fmt::format("seed {} step {}: jump-forward string {:?}, xgrammar {:?}", walk["seed"].get<int64_t>(),
+                         step_index, jump, step["jump"].get<std::string>());
     }
     if (!step.contains("token")) break;
     int32_t token = step["token"];
