@@ -1,9 +1,8 @@
 // brisk's token masks against xgrammar's (tests/data/grammar/goldens, made by
 // tools/make_grammar_goldens.py): every step of every recorded walk must allow exactly the
 // tokens xgrammar allowed and force the same jump-forward string, for each corpus case and
-// each shared tokenizer. Two grammar
-// sources per case: brisk's own converters, and xgrammar's EBNF of the case parsed by brisk
-// (which checks the matcher apart from the converters).
+// each shared tokenizer. Two grammar sources per case: brisk's own converters, and xgrammar's
+// EBNF of the case parsed by brisk (which checks the matcher apart from the converters).
 #include <cstdlib>
 #include <set>
 
