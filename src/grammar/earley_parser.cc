@@ -52,11 +52,12 @@ void EarleyParser::reset_to_root() {
   close_current_set();
 }
 
-void EarleyParser::reset_to_item(ParserItem item) {
+void EarleyParser::reset_to_item(ParserItem item, std::span<const Site> context) {
   items_.clear();
   set_begin_.clear();
   can_end_.clear();
   root_mode_ = false;
+  context_.assign(context.begin(), context.end());
   begin_set();
   item.origin = -1;
   add(item);
@@ -95,10 +96,14 @@ bool EarleyParser::is_scannable(const ParserItem& item) const {
 void EarleyParser::complete(const ParserItem& item) {
   int32_t rule = g_.alternatives[item.alt].rule;
   if (item.origin < 0) {
-    if (rule < 0 || g_.rules[rule].continuations.empty()) {  // rule -1: a lookahead sequence
+    size_t level = size_t(-1 - item.origin);
+    if (rule >= 0 && !g_.rules[rule].continuations.empty()) {
+      for (const Site& site : g_.rules[rule].continuations) add(ParserItem{site.alt, site.dot + 1, item.origin, 0});
+    } else if (rule >= 0 && level < context_.size()) {
+      const Site& parent = context_[level];
+      add(ParserItem{parent.alt, parent.dot + 1, item.origin - 1, 0});
+    } else {  // rule -1: a lookahead sequence
       can_end_.back() = 1;
-    } else {
-      for (const Site& site : g_.rules[rule].continuations) add(ParserItem{site.alt, site.dot + 1, -1, 0});
     }
     return;
   }
@@ -122,6 +127,37 @@ void EarleyParser::complete(const ParserItem& item) {
     if (el.kind == ElementKind::kRule && el.value == rule) {
       add(ParserItem{waiting.alt, waiting.dot + 1, waiting.origin, 0});
     }
+  }
+}
+
+void EarleyParser::find_context(const ParserItem& item, size_t max_depth, std::vector<Site>& context) const {
+  context.clear();
+  ParserItem current = item;
+  while (context.size() < max_depth && current.origin >= 0) {
+    int32_t rule = g_.alternatives[current.alt].rule;
+    int32_t begin = set_begin_[current.origin];
+    int32_t end = current.origin + 1 < int32_t(set_begin_.size()) ? set_begin_[current.origin + 1] : int32_t(items_.size());
+    const ParserItem* parent = nullptr;
+    int num_parents = 0;
+    bool same_site = true;
+    for (int32_t i = begin; i < end; ++i) {
+      const ParserItem& waiting = items_[i];
+      if (waiting.utf8 != 0) continue;
+      const Alternative& alt = g_.alternatives[waiting.alt];
+      if (waiting.dot >= alt.end - alt.begin) continue;
+      const Element& el = g_.elements[alt.begin + waiting.dot];
+      if (el.kind != ElementKind::kRule || el.value != rule) continue;
+      if (parent != nullptr && (parent->alt != waiting.alt || parent->dot != waiting.dot)) same_site = false;
+      if (parent == nullptr) parent = &waiting;
+      ++num_parents;
+    }
+    if (parent == nullptr || !same_site) return;
+    const Alternative& parent_alt = g_.alternatives[parent->alt];
+    bool fixed = !g_.rules[rule].continuations.empty();
+    bool tail_self = parent_alt.rule == rule && parent->dot + 1 == parent_alt.end - parent_alt.begin;
+    if (!fixed && !tail_self) context.push_back(Site{parent->alt, parent->dot});
+    if (num_parents != 1) return;
+    current = *parent;
   }
 }
 

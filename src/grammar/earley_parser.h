@@ -30,9 +30,14 @@ class EarleyParser {
 
   // Starts over with the root rule.
   void reset_to_root();
-  // Starts over with `item` alone (its origin is set to -1: completing its rule ends the
-  // parse, or for a helper rule with a fixed context goes on in that context).
-  void reset_to_item(ParserItem item);
+  // Starts over with `item` alone: completing its rule ends the parse, or goes on in the
+  // rule's fixed context (a helper rule made by lowering), else at context[0], whose rule's
+  // completion goes on at context[1], and so on (origins -1, -2, ... stand for these levels).
+  void reset_to_item(ParserItem item, std::span<const Site> context = {});
+  // The parents of `item` that are certain from the chart, innermost first, at most
+  // `max_depth` (what reset_to_item takes as `context`). Levels that change nothing (helper
+  // rules with a fixed context, tail self-recursion) are left out.
+  void find_context(const ParserItem& item, size_t max_depth, std::vector<Site>& context) const;
   // Starts over with the lookahead alternative `alt` (a pseudo rule without parent).
   void reset_to_alternative(int32_t alt);
 
@@ -79,6 +84,7 @@ class EarleyParser {
   };
   std::vector<std::vector<ChainTop>> chain_tops_;  // per set
   bool root_mode_ = true;
+  std::vector<Site> context_;  // item mode: the parents of the start item
   // Dedup of the set being built: an open-addressing table of item indices.
   std::vector<int32_t> table_;
   std::vector<int32_t> touched_;

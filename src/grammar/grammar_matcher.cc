@@ -76,15 +76,14 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
   TokenMaskCache& cache = grammar_->mask_cache();
   candidates_.clear();
   auto items = parser_.current_items();
+  seen_.clear();
   for (size_t i = 0; i < items.size(); ++i) {
     const ParserItem& item = items[i];
     if (!parser_.is_scannable(item)) continue;
-    bool seen = false;  // the same position reached with another origin
-    for (size_t j = 0; j < i && !seen; ++j) {
-      seen = items[j].alt == item.alt && items[j].dot == item.dot && items[j].utf8 == item.utf8;
-    }
-    if (seen) continue;
-    const PositionMask& mask = cache.get(item);
+    parser_.find_context(item, kMaxContextDepth, context_);
+    const PositionMask& mask = cache.get(item, context_);
+    if (std::find(seen_.begin(), seen_.end(), &mask) != seen_.end()) continue;  // another origin
+    seen_.push_back(&mask);
     if (!mask.accepted_bits.empty()) {
       for (size_t w = 0; w < mask.accepted_bits.size(); ++w) words[w] |= mask.accepted_bits[w];
     }

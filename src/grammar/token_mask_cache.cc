@@ -13,12 +13,20 @@ size_t TokenMaskCache::num_entries() const {
   return entries_.size();
 }
 
-const PositionMask& TokenMaskCache::get(const ParserItem& item) {
+const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const Site> context) {
+  Key key;
+  auto append = [&](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  append(item.alt);
+  append(item.dot);
+  append(int32_t(item.utf8));
+  for (const Site& site : context) {
+    append(site.alt);
+    append(site.dot);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  Key key{item.alt, item.dot, item.utf8};
   auto it = entries_.find(key);
   if (it != entries_.end()) return *it->second;
-  auto [inserted, _] = entries_.emplace(key, compute(item));
+  auto [inserted, _] = entries_.emplace(std::move(key), compute(item, context));
   return *inserted->second;
 }
 
@@ -32,15 +40,17 @@ bool TokenMaskCache::passes_lookahead(int32_t lookahead_alt, const std::string& 
   return true;  // the whole rest was consumed
 }
 
-std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start) {
+std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, std::span<const Site> context) {
   auto mask = std::make_unique<PositionMask>();
-  int32_t rule = grammar_.rules[grammar_.alternatives[start.alt].rule].end_rule;
+  int32_t innermost = context.empty() ? grammar_.alternatives[start.alt].rule
+                                      : grammar_.alternatives[context.back().alt].rule;
+  int32_t rule = grammar_.rules[innermost].end_rule;
   bool is_root = rule == grammar_.root;
   int32_t lookahead = grammar_.rules[rule].lookahead;
   const auto& sorted = vocab_.sorted();
   const auto& lcp = vocab_.sorted_lcp();
 
-  local_.reset_to_item(start);
+  local_.reset_to_item(start, context);
   std::vector<int32_t> accepted;
   // Walk the tokens in byte order, keeping the parser at the longest prefix shared with the
   // last token walked: `depth` bytes of it are pushed. reach_or[k]: the rule can complete

@@ -8,6 +8,8 @@
 // Classification of a token from an item of rule R (the rule parsed alone, no parent; for a
 // helper rule made by lowering, R is the user rule it is part of, parsed from the item on):
 //   accepted   every byte is consumed inside R (R may complete exactly at the last byte);
+//              with a context, R is the rule of the outermost parent and the parse goes on
+//              through the parents;
 //   uncertain  not accepted, R can complete after k >= 1 of its bytes, R is not the root
 //              rule, and the rest of the token from some such k passes R's lookahead
 //              assertion (consumed by it, or completing it) when R has one;
@@ -18,6 +20,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -39,31 +43,23 @@ class TokenMaskCache {
  public:
   TokenMaskCache(const ByteGrammar& grammar, const TokenVocab& vocab);
 
-  // The entry of `item` (its origin is ignored); computed under a lock on first use.
-  const PositionMask& get(const ParserItem& item);
+  // The entry of `item` (its origin is ignored) within `context` (its certain parents,
+  // EarleyParser::find_context); computed under a lock on first use.
+  const PositionMask& get(const ParserItem& item, std::span<const Site> context);
   size_t num_entries() const;
 
  private:
-  struct Key {
-    int32_t alt, dot;
-    uint32_t utf8;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return (size_t(uint32_t(k.alt)) * 0x9E3779B97F4A7C15ull) ^ (size_t(uint32_t(k.dot)) << 20) ^
-             (size_t(k.utf8) * 0xC2B2AE3D27D4EB4Full);
-    }
-  };
+  // (alt, dot, utf8, then alt and dot of each context site) as bytes.
+  using Key = std::string;
 
-  std::unique_ptr<PositionMask> compute(const ParserItem& item);
+  std::unique_ptr<PositionMask> compute(const ParserItem& item, std::span<const Site> context);
   // True when token bytes [from, end) pass `lookahead_alt` (see the header comment).
   bool passes_lookahead(int32_t lookahead_alt, const std::string& token, size_t from);
 
   const ByteGrammar& grammar_;
   const TokenVocab& vocab_;
   mutable std::mutex mutex_;
-  std::unordered_map<Key, std::unique_ptr<PositionMask>, KeyHash> entries_;
+  std::unordered_map<Key, std::unique_ptr<PositionMask>> entries_;
   EarleyParser local_;      // parses a rule alone
   EarleyParser lookahead_;  // parses a lookahead assertion
 };
