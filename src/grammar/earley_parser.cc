@@ -162,38 +162,62 @@ void EarleyParser::find_context(const ParserItem& item, size_t max_depth, std::v
 }
 
 const ParserItem* EarleyParser::chain_top(int32_t origin, int32_t rule) {
-  for (const ChainTop& memo : chain_tops_[origin]) {
-    if (memo.rule == rule) return memo.found ? &memo.top : nullptr;
-  }
-  const ParserItem* waiting_item = nullptr;
-  int num_waiting = 0;
-  for (int32_t i = set_begin_[origin]; i < set_begin_[origin + 1] && num_waiting < 2; ++i) {
-    const ParserItem& waiting = items_[i];
-    if (waiting.utf8 != 0) continue;
-    const Alternative& alt = g_.alternatives[waiting.alt];
-    if (waiting.dot >= alt.end - alt.begin) continue;
-    const Element& el = g_.elements[alt.begin + waiting.dot];
-    if (el.kind == ElementKind::kRule && el.value == rule) {
-      waiting_item = &waiting;
-      ++num_waiting;
+  // Walks up iteratively (a chain is as long as a string can be), then memoises every level.
+  struct Level {
+    int32_t origin, rule;
+  };
+  std::vector<Level> path;
+  ParserItem top{};
+  bool found = false;
+  int32_t o = origin, r = rule;
+  while (true) {
+    const ChainTop* memo = nullptr;
+    for (const ChainTop& m : chain_tops_[o]) {
+      if (m.rule == r) memo = &m;
     }
-  }
-  ChainTop memo{rule, false, {}};
-  if (num_waiting == 1) {
-    const Alternative& alt = g_.alternatives[waiting_item->alt];
-    if (waiting_item->dot + 1 == alt.end - alt.begin) {
-      ParserItem done{waiting_item->alt, waiting_item->dot + 1, waiting_item->origin, 0};
-      memo.found = true;
-      memo.top = done;
-      // Stop where completing has another effect: the start item, or the root at set 0.
-      bool stop = done.origin < 0 || (root_mode_ && alt.rule == g_.root && done.origin == 0);
-      if (!stop) {
-        if (const ParserItem* higher = chain_top(done.origin, alt.rule)) memo.top = *higher;
+    if (memo != nullptr) {
+      if (memo->found) {
+        top = memo->top;
+        found = true;
+      }
+      break;
+    }
+    const ParserItem* waiting_item = nullptr;
+    int num_waiting = 0;
+    for (int32_t i = set_begin_[o]; i < set_begin_[o + 1] && num_waiting < 2; ++i) {
+      const ParserItem& waiting = items_[i];
+      if (waiting.utf8 != 0) continue;
+      const Alternative& alt = g_.alternatives[waiting.alt];
+      if (waiting.dot >= alt.end - alt.begin) continue;
+      const Element& el = g_.elements[alt.begin + waiting.dot];
+      if (el.kind == ElementKind::kRule && el.value == r) {
+        waiting_item = &waiting;
+        ++num_waiting;
       }
     }
+    if (num_waiting != 1) break;
+    const Alternative& alt = g_.alternatives[waiting_item->alt];
+    if (waiting_item->dot + 1 != alt.end - alt.begin) break;
+    path.push_back(Level{o, r});
+    top = ParserItem{waiting_item->alt, waiting_item->dot + 1, waiting_item->origin, 0};
+    found = true;
+    // Stop where completing has another effect: the start item, or the root at set 0.
+    if (top.origin < 0 || (root_mode_ && alt.rule == g_.root && top.origin == 0)) break;
+    o = top.origin;
+    r = alt.rule;
   }
-  chain_tops_[origin].push_back(memo);
-  return memo.found ? &chain_tops_[origin].back().top : nullptr;
+  if (path.empty() || path.back().origin != o || path.back().rule != r) {
+    // (o, r) ended the walk without a link of its own: remember that it has none.
+    bool has_memo = false;
+    for (const ChainTop& m : chain_tops_[o]) has_memo = has_memo || m.rule == r;
+    if (!has_memo && !found) chain_tops_[o].push_back(ChainTop{r, false, {}});
+  }
+  for (const Level& level : path) chain_tops_[level.origin].push_back(ChainTop{level.rule, true, top});
+  if (!found) return nullptr;
+  for (const ChainTop& m : chain_tops_[origin]) {
+    if (m.rule == rule) return m.found ? &m.top : nullptr;
+  }
+  return nullptr;
 }
 
 void EarleyParser::close_current_set() {

@@ -118,3 +118,22 @@ TEST(GrammarMatcher, CachedMasksEqualReferenceMasks) {
 
 }  // namespace
 }  // namespace brisk::grammar
+
+namespace brisk::grammar {
+namespace {
+
+// A long right-recursive run (a JSON string) closes in constant stack and time.
+TEST(GrammarMatcher, LongStringCloses) {
+  auto g = std::make_shared<const CompiledGrammar>(json_schema_to_grammar(R"({"type":"string"})"), small_vocab());
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.accept_string("\""));
+  const std::string chunk(1000, 'a');
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(m.accept_string(chunk));
+  EXPECT_FALSE(m.can_terminate());
+  ASSERT_TRUE(m.accept_token(4));  // the closing quote
+  EXPECT_TRUE(m.can_terminate());
+  EXPECT_EQ(allowed(m), (std::vector<int32_t>{1}));
+}
+
+}  // namespace
+}  // namespace brisk::grammar
