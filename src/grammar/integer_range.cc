@@ -1,5 +1,6 @@
 #include "grammar/integer_range.h"
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -84,6 +85,56 @@ std::string integer_range_regex(std::optional<int64_t> lo, std::optional<int64_t
   std::string regex;
   for (const std::string& alt : out) regex += (regex.empty() ? "(" : "|") + alt;
   return regex + ")";
+}
+
+namespace {
+
+// The integers in [lo, hi] (hi absent: unbounded), lo >= 0, or "" when there are none.
+std::string magnitudes(int64_t lo, std::optional<int64_t> hi) {
+  if (hi && *hi < lo) return "";
+  return integer_range_regex(lo, hi);
+}
+
+}  // namespace
+
+std::string number_range_regex(std::optional<int64_t> lo, bool exclusive_lo, std::optional<int64_t> hi,
+                               bool exclusive_hi) {
+  // Fraction digits that are not all zero: the first non-zero digit at position p.
+  std::string nonzero_fraction = "\\.(";
+  for (int p = 0; p < 6; ++p) {
+    nonzero_fraction += fmt::format("{}{}[1-9]\\d{{0,{}}}", p ? "|" : "", p ? fmt::format("0{{{}}}", p) : "", 5 - p);
+  }
+  nonzero_fraction += ")";
+  const std::string zero_fraction = "(\\.0{1,6})?";
+  // Integer values: within the bounds with exclusivity applied.
+  std::optional<int64_t> int_lo = lo, int_hi = hi;
+  if (lo && exclusive_lo) int_lo = *lo + 1;
+  if (hi && exclusive_hi) int_hi = *hi - 1;
+  std::vector<std::string> parts;
+  auto add = [&](const std::string& sign, const std::string& ints, const std::string& fraction) {
+    if (!ints.empty()) parts.push_back(sign + ints + fraction);
+  };
+  // x = I or I.000 (I >= 0), and I.f with f > 0: then lo <= I and I + 1 <= hi.
+  if (!int_hi || *int_hi >= 0) add("", magnitudes(std::max<int64_t>(int_lo.value_or(0), 0), int_hi), zero_fraction);
+  if (!hi || *hi >= 1) {
+    std::optional<int64_t> top;
+    if (hi) top = *hi - 1;
+    add("", magnitudes(std::max<int64_t>(lo.value_or(0), 0), top), nonzero_fraction);
+  }
+  // x = -I (I >= 1), and -(I.f) with f > 0: then lo <= -(I + 1) and -I <= hi.
+  if (!int_lo || *int_lo <= -1) {
+    std::optional<int64_t> top;
+    if (int_lo) top = -*int_lo;
+    add("-", magnitudes(std::max<int64_t>(int_hi ? -*int_hi : 1, 1), top), zero_fraction);
+  }
+  if (!lo || *lo <= -1) {
+    std::optional<int64_t> top;
+    if (lo) top = -*lo - 1;
+    add("-", magnitudes(std::max<int64_t>(hi ? -*hi : 0, 0), top), nonzero_fraction);
+  }
+  std::string regex;
+  for (const std::string& part : parts) regex += (regex.empty() ? "(" : "|") + part;
+  return regex.empty() ? "" : regex + ")";
 }
 
 }  // namespace brisk::grammar

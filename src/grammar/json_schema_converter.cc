@@ -1,5 +1,6 @@
 #include "grammar/json_schema_converter.h"
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -224,7 +225,7 @@ class SchemaConverter {
                             const std::string& pointer) {
     if (type == "string") return convert_string(schema, name, pointer);
     if (type == "integer") return convert_integer(schema, name, pointer);
-    if (type == "number") return convert_number(schema, pointer);
+    if (type == "number") return convert_number(schema, name, pointer);
     if (type == "boolean") return "basic_boolean";
     if (type == "null") return "basic_null";
     if (type == "object") return convert_object(schema, name, pointer);
@@ -272,11 +273,32 @@ class SchemaConverter {
     return add_regex_rule(name + "_range", integer_range_regex(lo, hi));
   }
 
-  std::string convert_number(const Json& schema, const std::string& pointer) {
+  // Bounds make the number a decimal with at most 6 fraction digits (xgrammar's choice);
+  // bounds that are not integers leave the number unbounded.
+  std::string convert_number(const Json& schema, const std::string& name, const std::string& pointer) {
+    std::optional<double> lo, hi;
+    bool exclusive_lo = false, exclusive_hi = false;
     for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-      if (schema.contains(key) && !schema[key].is_number()) fail(pointer + "/" + key, "must be a number");
+      if (!schema.contains(key)) continue;
+      if (!schema[key].is_number()) fail(pointer + "/" + key, "must be a number");
+      double v = schema[key].get<double>();
+      std::string k = key;
+      if (k == "minimum" && (!lo || v > *lo)) lo = v;
+      if (k == "maximum" && (!hi || v < *hi)) hi = v;
+      if (k == "exclusiveMinimum" && (!lo || v >= *lo)) lo = v, exclusive_lo = true;
+      if (k == "exclusiveMaximum" && (!hi || v <= *hi)) hi = v, exclusive_hi = true;
     }
-    return "basic_number";
+    if (!lo && !hi) return "basic_number";
+    auto integral = [](const std::optional<double>& v) {
+      return !v || (*v == double(int64_t(*v)) && std::abs(*v) < 1e15);
+    };
+    if (!integral(lo) || !integral(hi)) return "basic_number";
+    std::optional<int64_t> int_lo, int_hi;
+    if (lo) int_lo = int64_t(*lo);
+    if (hi) int_hi = int64_t(*hi);
+    std::string regex = number_range_regex(int_lo, exclusive_lo, int_hi, exclusive_hi);
+    if (regex.empty()) fail(pointer, "the number bounds leave no value");
+    return add_regex_rule(name + "_range", regex);
   }
 
   std::string convert_object(const Json& schema, const std::string& name, const std::string& pointer) {
@@ -467,36 +489,6 @@ Grammar json_schema_to_grammar(std::string_view schema, const JsonSchemaOptions&
     grammar.rules[rule].body = body;
   }
   return grammar;
-}
-
-}  // namespace brisk::grammar
-
-namespace brisk::grammar {
-
-// xgrammar's builtin JSON grammar (an object or array at the top level), its rules split by
-// what follows each value so that lookaheads decide most tokens from the cache.
-Grammar builtin_json_grammar() {
-  std::string text = R"(root ::= "{" WS members_and_embrace | "[" WS elements_or_embrace
-value_non_str ::= ("{" WS members_and_embrace | "[" WS elements_or_embrace | "0" fraction exponent | [1-9] [0-9]* fraction exponent | "-" [0-9] fraction exponent | "-" [1-9] [0-9]* fraction exponent | "true" | "false" | "null") (= WS member_suffix_suffix)
-members_and_embrace ::= ("\"" characters_and_colon WS members_suffix | "}") (= [ \n\r\t,}\]])
-members_suffix ::= (value_non_str WS member_suffix_suffix | "\"" characters_and_embrace | "\"" characters_and_comma WS "\"" characters_and_colon WS members_suffix) (= [ \n\r\t,}\]])
-member_suffix_suffix ::= ("}" | "," WS "\"" characters_and_colon WS members_suffix) (= [ \n\r\t,}\]])
-elements_or_embrace ::= "{" WS members_and_embrace elements_rest WS "]" | "[" WS elements_or_embrace elements_rest WS "]" | "\"" characters_item elements_rest WS "]" | "0" fraction exponent elements_rest WS "]" | [1-9] [0-9]* fraction exponent elements_rest WS "]" | "-" "0" fraction exponent elements_rest WS "]" | "-" [1-9] [0-9]* fraction exponent elements_rest WS "]" | "true" elements_rest WS "]" | "false" elements_rest WS "]" | "null" elements_rest WS "]" | "]"
-elements ::= "{" WS members_and_embrace elements_rest | "[" WS elements_or_embrace elements_rest | "\"" characters_item elements_rest | "0" fraction exponent elements_rest | [1-9] [0-9]* fraction exponent elements_rest | "-" [0-9] fraction exponent elements_rest | "-" [1-9] [0-9]* fraction exponent elements_rest | "true" elements_rest | "false" elements_rest | "null" elements_rest
-elements_rest ::= "" | WS "," WS elements
-characters_and_colon ::= ("\"" WS ":" | [^\"\\\0-\x1f] characters_and_colon | "\\" escape characters_and_colon) (= WS [\"{[0-9tfn\-])
-characters_and_comma ::= ("\"" WS "," | [^\"\\\0-\x1f] characters_and_comma | "\\" escape characters_and_comma) (= WS "\"")
-characters_and_embrace ::= ("\"" WS "}" | [^\"\\\0-\x1f] characters_and_embrace | "\\" escape characters_and_embrace) (= WS [},])
-characters_item ::= ("\"" | [^\"\\\0-\x1f] characters_item | "\\" escape characters_item) (= WS [,\]])
-escape ::= ["\\/bfnrt] | "u" [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9] [A-Fa-f0-9]
-fraction ::= "" | "." [0-9] [0-9]*
-exponent ::= "" | "e" sign [0-9] [0-9]* | "E" sign [0-9] [0-9]*
-sign ::= "" | "+" | "-"
-)";
-  for (size_t at = text.find("WS"); at != std::string::npos; at = text.find("WS", at)) {
-    text.replace(at, 2, "[ \\n\\r\\t]*");
-  }
-  return parse_ebnf(text);
 }
 
 }  // namespace brisk::grammar

@@ -4,7 +4,8 @@
 // says otherwise). Supported: type (and type arrays), properties, required,
 // additionalProperties, enum, const, items, prefixItems, minItems, maxItems, anyOf, oneOf
 // (as anyOf), allOf (merged when simple), $ref/$defs/definitions (recursion too), string
-// minLength/maxLength/pattern/format, integer and number bounds. Unsupported or invalid
+// minLength/maxLength/pattern/format, integer and number bounds (integer-valued bounds for
+// numbers). Unsupported or invalid
 // schemas throw kInvalidArgument / kUnsupported naming the keyword and its JSON pointer.
 #pragma once
 

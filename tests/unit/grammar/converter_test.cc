@@ -39,6 +39,15 @@ TEST(IntegerRange, EnumeratesDigitRanges) {
   EXPECT_EQ(integer_range_regex(0, 0), "(0)");
 }
 
+TEST(IntegerRange, NumberRanges) {
+  const std::string nonzero = "\\.([1-9]\\d{0,5}|0{1}[1-9]\\d{0,4}|0{2}[1-9]\\d{0,3}|0{3}[1-9]\\d{0,2}|0{4}[1-9]\\d{0,1}|0{5}[1-9]\\d{0,0})";
+  EXPECT_EQ(number_range_regex(0, false, 1, false), "((0|1)(\\.0{1,6})?|(0)" + nonzero + ")");
+  EXPECT_EQ(number_range_regex(0, true, std::nullopt, false),
+            "(([1-9]|[1-9]\\d{1,})(\\.0{1,6})?|(0|[1-9]|[1-9]\\d{1,})" + nonzero + ")");
+  EXPECT_EQ(number_range_regex(-1, false, -1, false), "(-(1)(\\.0{1,6})?)");
+  EXPECT_EQ(number_range_regex(0, true, 0, true), "");
+}
+
 TEST(JsonSchemaConverter, ObjectWithOptionalProperties) {
   std::string ebnf = json_schema_to_ebnf(
       R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"required":["b"]})",
