@@ -13,14 +13,14 @@ namespace {
 
 using ::brisk::testing::expect_error;
 
-TEST(RegexConverter, PrintsEachConstruct) {
+TEST(GrammarRegexConverter, PrintsEachConstruct) {
   EXPECT_EQ(regex_to_grammar("^a(?:b|c)*d+e?f{2,3}$").to_string(), "root ::= (\"a\" (\"b\" | \"c\")* \"d\"+ \"e\"? \"f\"{2,3})\n");
   EXPECT_EQ(regex_to_grammar(R"(\d\W[^a-c\s]\.)").to_string(), "root ::= ([0-9] [^0-9A-Z_a-z] [^\\t-\\r a-c\\u00a0\\u1680\\u2000-\\u200a\\u2028-\\u2029\\u202f\\u205f\\u3000\\ufeff] \".\")\n");
   EXPECT_EQ(regex_to_grammar("(x|y)|z.").to_string(), "root ::= ((\"x\" | \"y\") | (\"z\" [\\0-\\U0010ffff]))\n");
   EXPECT_EQ(regex_to_grammar(R"(\u00e9\x41)").to_string(), "root ::= (\"\\xc3\\xa9\" \"A\")\n");
 }
 
-TEST(RegexConverter, RejectsUnsupportedAndMalformed) {
+TEST(GrammarRegexConverter, RejectsUnsupportedAndMalformed) {
   expect_error([] { regex_to_grammar("a(?=b)"); }, ErrorCode::kUnsupported, {"lookaround", "position 2"});
   expect_error([] { regex_to_grammar("(a)\\1"); }, ErrorCode::kUnsupported, {"backreferences"});
   expect_error([] { regex_to_grammar("a\\b"); }, ErrorCode::kUnsupported, {"word boundaries"});
@@ -32,14 +32,14 @@ TEST(RegexConverter, RejectsUnsupportedAndMalformed) {
   expect_error([] { regex_to_grammar("a{3,1}"); }, ErrorCode::kInvalidArgument, {"reversed"});
 }
 
-TEST(IntegerRange, EnumeratesDigitRanges) {
+TEST(GrammarIntegerRange, EnumeratesDigitRanges) {
   EXPECT_EQ(integer_range_regex(-5, 120), "(-[1-5]|0|[1-9]|[1-9]\\d|10\\d|11\\d|120)");
   EXPECT_EQ(integer_range_regex(10, std::nullopt), "([1-9]\\d|[1-9]\\d{2,})");
   EXPECT_EQ(integer_range_regex(std::nullopt, -3), "(-[3-9]|-[1-9]\\d{1,})");
   EXPECT_EQ(integer_range_regex(0, 0), "(0)");
 }
 
-TEST(IntegerRange, NumberRanges) {
+TEST(GrammarIntegerRange, NumberRanges) {
   const std::string nonzero = "\\.([1-9]\\d{0,5}|0{1}[1-9]\\d{0,4}|0{2}[1-9]\\d{0,3}|0{3}[1-9]\\d{0,2}|0{4}[1-9]\\d{0,1}|0{5}[1-9]\\d{0,0})";
   EXPECT_EQ(number_range_regex(0, false, 1, false), "((0|1)(\\.0{1,6})?|(0)" + nonzero + ")");
   EXPECT_EQ(number_range_regex(0, true, std::nullopt, false),
@@ -48,7 +48,7 @@ TEST(IntegerRange, NumberRanges) {
   EXPECT_EQ(number_range_regex(0, true, 0, true), "");
 }
 
-TEST(JsonSchemaConverter, ObjectWithOptionalProperties) {
+TEST(GrammarJsonSchemaConverter, ObjectWithOptionalProperties) {
   std::string ebnf = json_schema_to_ebnf(
       R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"required":["b"]})",
       {.any_whitespace = false});
@@ -59,7 +59,7 @@ TEST(JsonSchemaConverter, ObjectWithOptionalProperties) {
             "root_part_0 ::= ( \",\"  \"\\\"b\\\"\"  \":\"  basic_integer root_part_1)\n");
 }
 
-TEST(JsonSchemaConverter, RejectsInvalidSchemas) {
+TEST(GrammarJsonSchemaConverter, RejectsInvalidSchemas) {
   expect_error([] { json_schema_to_grammar("{"); }, ErrorCode::kInvalidArgument, {"not valid JSON"});
   expect_error([] { json_schema_to_grammar(R"({"type":"strnig"})"); }, ErrorCode::kInvalidArgument,
                {"#/type", "unknown type \"strnig\""});
@@ -78,7 +78,7 @@ TEST(JsonSchemaConverter, RejectsInvalidSchemas) {
                {"#/properties/x", "matches nothing"});
 }
 
-TEST(EbnfParserErrors, NameLineAndColumn) {
+TEST(GrammarEbnfParserErrors, NameLineAndColumn) {
   expect_error([] { parse_ebnf("root ::= \"a\" b"); }, ErrorCode::kInvalidArgument,
                {"line 1, column 14", "rule 'b' is used but never defined"});
   expect_error([] { parse_ebnf("root ::= \"a\"\nx ::= [a-"); }, ErrorCode::kInvalidArgument,

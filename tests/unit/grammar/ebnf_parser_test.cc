@@ -9,7 +9,7 @@ namespace {
 
 std::string round_trip(const std::string& text) { return parse_ebnf(text).to_string(); }
 
-TEST(EbnfParser, PrintsEachConstruct) {
+TEST(GrammarEbnfParser, PrintsEachConstruct) {
   EXPECT_EQ(round_trip(R"(root ::= "a" [b-d] [^"\\] x* x+ x? x{2} x{2,} x{2,5}
 x ::= ("p" | "q") # comment
 )"),
@@ -17,7 +17,7 @@ x ::= ("p" | "q") # comment
             "x ::= (\"p\" | \"q\")\n");
 }
 
-TEST(EbnfParser, DecodesEscapes) {
+TEST(GrammarEbnfParser, DecodesEscapes) {
   EXPECT_EQ(round_trip(R"(root ::= "\n\t\"\\\x41\u00e9" [\]\-a])"),
             "root ::= (\"\\n\\t\\\"\\\\A\\xc3\\xa9\" [\\-\\]a])\n");
 }

@@ -95,9 +95,9 @@ std::string replay(const std::shared_ptr<const CompiledGrammar>& compiled, const
 // part of format "email" escapes differently.
 const std::set<std::string> kKnownConverterDifferences = {"all_of", "format_email"};
 
-class GoldenMaskTest : public ::testing::TestWithParam<Param> {};
+class GrammarGoldenMaskTest : public ::testing::TestWithParam<Param> {};
 
-TEST_P(GoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
+TEST_P(GrammarGoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
   BRISK_REQUIRE_SHARED_TESTDATA();
   const Param& param = GetParam();
   auto golden = nlohmann::json::parse(read_file(test_data_dir() / "grammar/goldens" / (param.tokenizer + ".json")));
@@ -136,7 +136,7 @@ TEST_P(GoldenMaskTest, MasksEqualXgrammarAtEveryStep) {
   EXPECT_GT(num_cases, 80);  // the corpus has 89 cases
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTokenizers, GoldenMaskTest,
+INSTANTIATE_TEST_SUITE_P(AllTokenizers, GrammarGoldenMaskTest,
                          ::testing::Values(Param{"llama2", Source::kXgrammarEbnf}, Param{"llama2", Source::kBrisk},
                                            Param{"qwen2", Source::kXgrammarEbnf}, Param{"qwen2", Source::kBrisk},
                                            Param{"gpt2", Source::kXgrammarEbnf}, Param{"gpt2", Source::kBrisk},

@@ -6,7 +6,7 @@
 namespace brisk::grammar {
 namespace {
 
-TEST(TokenVocab, DecodesPieces) {
+TEST(GrammarTokenVocab, DecodesPieces) {
   EXPECT_EQ(TokenVocab::decode_piece("\xe2\x96\x81the", VocabEncoding::kByteFallback), " the");
   EXPECT_EQ(TokenVocab::decode_piece("<0x0A>", VocabEncoding::kByteFallback), "\n");
   EXPECT_EQ(TokenVocab::decode_piece("\xc4\xa0the\xc4\x8a", VocabEncoding::kByteLevel), " the\n");
@@ -14,7 +14,7 @@ TEST(TokenVocab, DecodesPieces) {
   EXPECT_EQ(TokenVocab::decode_piece("<0x0A>", VocabEncoding::kRaw), "<0x0A>");
 }
 
-TEST(TokenVocab, SortsNormalTokensAndSetsStopAndSpecial) {
+TEST(GrammarTokenVocab, SortsNormalTokensAndSetsStopAndSpecial) {
   TokenVocab vocab({"b", "<s>", "ab", "a", "</s>", ""}, VocabEncoding::kRaw, {false, true, false, false, false, false},
                    {4});
   EXPECT_EQ(vocab.sorted(), (std::vector<int32_t>{3, 2, 0}));
@@ -25,7 +25,7 @@ TEST(TokenVocab, SortsNormalTokensAndSetsStopAndSpecial) {
   EXPECT_EQ(vocab.first_byte_begin('b'), 2);
 }
 
-TEST(TokenVocab, RealTokenizers) {
+TEST(GrammarTokenVocab, RealTokenizers) {
   BRISK_REQUIRE_SHARED_TESTDATA();
   auto qwen = testing::shared_vocab("qwen2");
   EXPECT_EQ(qwen->encoding(), VocabEncoding::kByteLevel);
