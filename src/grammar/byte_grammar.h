@@ -1,0 +1,68 @@
+// A Grammar lowered for parsing: every rule is a list of alternatives, each a flat list of
+// elements that are single bytes, character classes (matched byte by byte as UTF-8), class
+// stars (`[...]*`, kept as one looping element so that string contents cost one parser item)
+// or rule references. Nested choices and repetitions become helper rules.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grammar/grammar.h"
+
+namespace brisk::grammar {
+
+enum class ElementKind : uint8_t { kByte, kClass, kClassStar, kRule };
+
+struct Element {
+  ElementKind kind;
+  int32_t value;  // kByte: the byte; kClass/kClassStar: class id; kRule: rule id
+};
+
+struct ByteClass {
+  bool negated = false;
+  std::vector<CharRange> ranges;  // code points, sorted and disjoint
+  std::bitset<128> ascii;         // membership of the ASCII code points, negation applied
+
+  bool contains(uint32_t cp) const;
+  // True when some code point in [lo, hi] is in the class.
+  bool may_contain(uint32_t lo, uint32_t hi) const;
+};
+
+struct Alternative {
+  int32_t rule;
+  int32_t begin;  // elements [begin, end) of ByteGrammar::elements
+  int32_t end;
+};
+
+struct Site {
+  int32_t alt;
+  int32_t dot;  // the rule element's index in the alternative
+};
+
+struct ByteRule {
+  std::string name;
+  std::vector<int32_t> alternatives;
+  int32_t lookahead = -1;  // alternative id of the lookahead sequence (not part of any rule)
+  bool nullable = false;
+  bool helper = false;     // made by lowering (a nested choice or repetition)
+  // For a helper whose context is fixed: where parsing goes on when it completes (its one
+  // reference site, plus its own loop for a star). Empty for the others.
+  std::vector<Site> continuations;
+  // The user rule that a parse of this rule alone ends with: itself, or for a helper with
+  // continuations the end rule of the rule it continues in.
+  int32_t end_rule = -1;
+};
+
+struct ByteGrammar {
+  std::vector<ByteRule> rules;
+  std::vector<Alternative> alternatives;
+  std::vector<Element> elements;
+  std::vector<ByteClass> classes;
+  int32_t root = -1;
+
+  static ByteGrammar lower(const Grammar& grammar);
+};
+
+}  // namespace brisk::grammar

@@ -1,0 +1,67 @@
+// The adaptive token-mask cache (xgrammar's idea): for each grammar position (a scannable
+// parser item, independent of where its rule started) the vocabulary splits into tokens
+// accepted whatever the context, tokens rejected whatever the context, and uncertain tokens
+// that run past the end of the item's rule, so that the rest of the stack decides. At run
+// time a mask is the union of the accepted sets of the current items plus the uncertain
+// tokens that the full parser accepts.
+//
+// Classification of a token from an item of rule R (the rule parsed alone, no parent; for a
+// helper rule made by lowering, R is the user rule it is part of, parsed from the item on):
+//   accepted   every byte is consumed inside R (R may complete exactly at the last byte);
+//              with a context, R is the rule of the outermost parent and the parse goes on
+//              through the parents;
+//   uncertain  not accepted, R can complete after k >= 1 of its bytes, R is not the root
+//              rule, and the rest of the token from some such k passes R's lookahead
+//              assertion (consumed by it, or completing it) when R has one;
+//   rejected   otherwise.
+// Entries are computed on first use and kept for the life of the compiled grammar.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/byte_grammar.h"
+#include "grammar/earley_parser.h"
+#include "grammar/token_vocab.h"
+
+namespace brisk::grammar {
+
+struct PositionMask {
+  // Accepted tokens: a bitset over token ids when many, else a list of ids.
+  std::vector<uint32_t> accepted_bits;
+  std::vector<int32_t> accepted_ids;
+  // Uncertain tokens as indices into TokenVocab::sorted() (so that they stay in byte order).
+  std::vector<int32_t> uncertain;
+};
+
+class TokenMaskCache {
+ public:
+  TokenMaskCache(const ByteGrammar& grammar, const TokenVocab& vocab);
+
+  // The entry of `item` (its origin is ignored) within `context` (its certain parents,
+  // EarleyParser::find_context); computed under a lock on first use.
+  const PositionMask& get(const ParserItem& item, std::span<const Site> context);
+  size_t num_entries() const;
+
+ private:
+  // (alt, dot, utf8, then alt and dot of each context site) as bytes.
+  using Key = std::string;
+
+  std::unique_ptr<PositionMask> compute(const ParserItem& item, std::span<const Site> context);
+  // True when token bytes [from, end) pass `lookahead_alt` (see the header comment).
+  bool passes_lookahead(int32_t lookahead_alt, const std::string& token, size_t from);
+
+  const ByteGrammar& grammar_;
+  const TokenVocab& vocab_;
+  mutable std::mutex mutex_;
+  std::unordered_map<Key, std::unique_ptr<PositionMask>> entries_;
+  EarleyParser local_;      // parses a rule alone
+  EarleyParser lookahead_;  // parses a lookahead assertion
+};
+
+}  // namespace brisk::grammar
