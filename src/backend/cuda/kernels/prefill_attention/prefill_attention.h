@@ -9,7 +9,8 @@
 //   group     any num_heads / num_kv_heads (a block's rows are (token, head) pairs of one kv head)
 //   block     any power-of-two block size
 //   quantized int8, int4, fp8 codes (launch.h: KvCodes): the mma.sync kernel, each tile dequantized
-//             to f16 in shared memory first
+//             to f16 in shared memory first (the attention op gives the Hopper kernel a dequantized
+//             16-bit copy of the batch's blocks instead where it can: ops/attention.cc)
 // Hopper kernel (wgmma + TMA; prefill_attention_hopper.cuh): bf16 / f16 KV, head_dim 64 / 128,
 // block size >= 8 (prefill_attention_hopper_supports); the mma.sync kernel
 // (prefill_attention.cuh) takes the rest.
