@@ -15,6 +15,10 @@
 
 namespace brisk {
 
+namespace grammar {
+class CompiledGrammar;
+}
+
 struct EngineOptions {
   std::string model_dir;
   std::string backend = "cpu";          // "cpu" or "cuda"
@@ -74,6 +78,10 @@ struct SamplingParams {
   // per position (0 to kMaxTopLogprobs). The whole prompt is then computed: positions served by
   // the prefix cache would have no logits.
   std::optional<int32_t> prompt_logprobs;
+  // Set: structured output. Every sample's tokens follow this grammar (its vocabulary must be
+  // the model's tokenizer, with the engine's eos_token_ids as stop tokens): the sampler only sees
+  // the tokens it allows, and the sample ends ("stop") once the grammar has accepted a stop token.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
