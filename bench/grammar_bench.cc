@@ -2,7 +2,8 @@
 // (tests/data/grammar/corpus.json), seeded random walks of allowed tokens; prints p50/p99/max
 // of fill_next_token_bitmask per step, for warm steps (every grammar position already in the
 // mask cache, xgrammar's compiled state) and for all steps (first touches included).
-// Usage: grammar_bench [TOKENIZER_DIR] [corpus.json] [walks per schema]
+// Usage: grammar_bench [TOKENIZER_DIR] [corpus.json] [walks per schema] [steps per walk] [compact]
+// ("compact": JSON schemas with compact separators, as with disable_any_whitespace).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
   std::string tokenizer_dir = argc > 1 ? argv[1] : "../shared/testdata/tokenizers/qwen2";
   std::string corpus_path = argc > 2 ? argv[2] : "tests/data/grammar/corpus.json";
   int num_walks = argc > 3 ? std::stoi(argv[3]) : 4;
+  int num_steps = argc > 4 ? std::stoi(argv[4]) : 48;
+  const JsonSchemaOptions options{.any_whitespace = !(argc > 5 && std::string(argv[5]) == "compact")};
   std::ifstream in(corpus_path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -53,12 +56,12 @@ int main(int argc, char** argv) {
   for (const auto& c : corpus) {
     if (c["kind"] != "json_schema") continue;
     ++num_schemas;
-    auto compiled = std::make_shared<const CompiledGrammar>(json_schema_to_grammar(c["source"].dump()), vocab);
+    auto compiled = std::make_shared<const CompiledGrammar>(json_schema_to_grammar(c["source"].dump(), options), vocab);
     std::vector<uint32_t> words((size_t(vocab->vocab_size()) + 31) / 32);
     for (int walk = 0; walk < num_walks; ++walk) {
       std::mt19937 rng(uint32_t(walk * 7919 + num_schemas));
       GrammarMatcher matcher(compiled);
-      for (int step = 0; step < 48 && !matcher.is_terminated(); ++step) {
+      for (int step = 0; step < num_steps && !matcher.is_terminated(); ++step) {
         size_t entries = compiled->mask_cache().num_entries();
         auto start = Clock::now();
         matcher.fill_next_token_bitmask(words);

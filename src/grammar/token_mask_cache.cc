@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <climits>
+#include <future>
+#include <thread>
 
 namespace brisk::grammar {
 
 TokenMaskCache::TokenMaskCache(const ByteGrammar& grammar, const TokenVocab& vocab)
-    : grammar_(grammar), vocab_(vocab), local_(grammar), lookahead_(grammar) {}
+    : grammar_(grammar), vocab_(vocab) {}
 
 size_t TokenMaskCache::num_entries() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -30,47 +32,56 @@ const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const 
   return *inserted->second;
 }
 
-bool TokenMaskCache::passes_lookahead(int32_t lookahead_alt, const std::string& token, size_t from) {
-  lookahead_.reset_to_alternative(lookahead_alt);
-  if (lookahead_.can_end()) return true;
+namespace {
+
+// True when token bytes [from, end) pass the lookahead assertion `lookahead_alt` (see the header).
+bool passes_lookahead(EarleyParser& lookahead, int32_t lookahead_alt, const std::string& token, size_t from) {
+  lookahead.reset_to_alternative(lookahead_alt);
+  if (lookahead.can_end()) return true;
   for (size_t i = from; i < token.size(); ++i) {
-    if (!lookahead_.advance(uint8_t(token[i]))) return false;
-    if (lookahead_.can_end()) return true;
+    if (!lookahead.advance(uint8_t(token[i]))) return false;
+    if (lookahead.can_end()) return true;
   }
   return true;  // the whole rest was consumed
 }
 
-std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, std::span<const Site> context) {
-  auto mask = std::make_unique<PositionMask>();
+// Vocabularies from this size on are classified on several threads.
+constexpr int32_t kMinTokensPerThread = 8192;
+
+}  // namespace
+
+// The tokens whose first byte is in [first_byte, end_byte), in byte order: each thread of compute()
+// walks such a range with parsers of its own.
+void TokenMaskCache::classify(const ParserItem& start, std::span<const Site> context, int first_byte, int end_byte,
+                              Classified& out) const {
   int32_t innermost = context.empty() ? grammar_.alternatives[start.alt].rule
                                       : grammar_.alternatives[context.back().alt].rule;
   int32_t rule = grammar_.rules[innermost].end_rule;
   bool is_root = rule == grammar_.root;
-  int32_t lookahead = grammar_.rules[rule].lookahead;
+  int32_t lookahead_alt = grammar_.rules[rule].lookahead;
   const auto& sorted = vocab_.sorted();
   const auto& lcp = vocab_.sorted_lcp();
-
-  local_.reset_to_item(start, context);
-  std::vector<int32_t> accepted;
+  EarleyParser local(grammar_), lookahead(grammar_);
+  local.reset_to_item(start, context);
   // Walk the tokens in byte order, keeping the parser at the longest prefix shared with the
   // last token walked: `depth` bytes of it are pushed. reach_or[k]: the rule can complete
   // after some number of bytes in 1..k.
   int32_t depth = 0;
   std::vector<uint8_t> reach_or{0};
-  for (int b = 0; b < 256; ++b) {
+  for (int b = first_byte; b < end_byte; ++b) {
     int32_t begin = vocab_.first_byte_begin(b);
     int32_t end = vocab_.first_byte_begin(b + 1);
     if (begin == end) continue;
-    local_.pop(depth);
+    local.pop(depth);
     reach_or.resize(1);
     depth = 0;
-    if (!local_.advance(uint8_t(b))) continue;  // every token starting with b is rejected
-    local_.pop(1);
+    if (!local.advance(uint8_t(b))) continue;  // every token starting with b is rejected
+    local.pop(1);
     int32_t run_min = 0;  // common prefix of the next token and the last one walked
     for (int32_t i = begin; i < end; ++i) {
       run_min = std::min(run_min, lcp[i]);
       if (depth > run_min) {
-        local_.pop(depth - run_min);
+        local.pop(depth - run_min);
         reach_or.resize(size_t(run_min) + 1);
         depth = run_min;
       }
@@ -78,24 +89,24 @@ std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, s
       const std::string& token = vocab_.token_bytes(sorted[i]);
       bool ok = true;
       while (depth < int32_t(token.size())) {
-        if (!local_.advance(uint8_t(token[depth]))) {
+        if (!local.advance(uint8_t(token[depth]))) {
           ok = false;
           break;
         }
         ++depth;
-        reach_or.push_back(reach_or.back() | uint8_t(local_.can_end()));
+        reach_or.push_back(reach_or.back() | uint8_t(local.can_end()));
       }
       if (ok) {
-        accepted.push_back(sorted[i]);
+        out.accepted.push_back(sorted[i]);
         continue;
       }
       bool reaches_end = depth > 0 && reach_or[depth] != 0;
       if (reaches_end && !is_root) {
-        bool passes = lookahead < 0;
+        bool passes = lookahead_alt < 0;
         for (int32_t k = depth; k >= 1 && !passes; --k) {
-          if (local_.can_end_at(k)) passes = passes_lookahead(lookahead, token, size_t(k));
+          if (local.can_end_at(k)) passes = passes_lookahead(lookahead, lookahead_alt, token, size_t(k));
         }
-        if (passes) mask->uncertain.push_back(i);
+        if (passes) out.uncertain.push_back(i);
         continue;  // the rest of the token decided: tokens sharing this prefix may differ
       }
       // Tokens that share this one's first depth + 1 bytes fail at the same byte.
@@ -105,7 +116,33 @@ std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, s
       }
     }
   }
-  local_.pop(depth);
+  local.pop(depth);
+}
+
+std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, std::span<const Site> context) {
+  // First-byte ranges of about equal token counts, one per thread; results joined in byte order.
+  const int32_t num_tokens = vocab_.first_byte_begin(256) - vocab_.first_byte_begin(0);
+  const int num_threads = int(std::clamp<int64_t>(num_tokens / kMinTokensPerThread, 1,
+                                                  std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<int> bounds{0};
+  for (int b = 1; b < 256 && int(bounds.size()) < num_threads; ++b)
+    if (int64_t(vocab_.first_byte_begin(b) - vocab_.first_byte_begin(0)) * num_threads >=
+        int64_t(num_tokens) * int64_t(bounds.size()))
+      bounds.push_back(b);
+  bounds.push_back(256);
+  std::vector<Classified> parts(bounds.size() - 1);
+  std::vector<std::future<void>> running;
+  for (size_t t = 1; t < parts.size(); ++t)
+    running.push_back(std::async(std::launch::async, [&, t] { classify(start, context, bounds[t], bounds[t + 1], parts[t]); }));
+  classify(start, context, bounds[0], bounds[1], parts[0]);
+  for (auto& f : running) f.get();
+
+  auto mask = std::make_unique<PositionMask>();
+  std::vector<int32_t> accepted;
+  for (Classified& part : parts) {
+    accepted.insert(accepted.end(), part.accepted.begin(), part.accepted.end());
+    mask->uncertain.insert(mask->uncertain.end(), part.uncertain.begin(), part.uncertain.end());
+  }
   if (accepted.size() * 32 >= size_t(vocab_.vocab_size())) {
     mask->accepted_bits.assign((size_t(vocab_.vocab_size()) + 31) / 32, 0);
     for (int32_t id : accepted) mask->accepted_bits[id >> 5] |= 1u << (id & 31);

@@ -14,7 +14,8 @@
 //              rule, and the rest of the token from some such k passes R's lookahead
 //              assertion (consumed by it, or completing it) when R has one;
 //   rejected   otherwise.
-// Entries are computed on first use and kept for the life of the compiled grammar.
+// Entries are computed on first use (the vocabulary split over threads) and kept for the life of
+// the compiled grammar.
 #pragma once
 
 #include <cstdint>
@@ -52,16 +53,21 @@ class TokenMaskCache {
   // (alt, dot, utf8, then alt and dot of each context site) as bytes.
   using Key = std::string;
 
+  // Accepted token ids and uncertain sorted-vocabulary indices, in byte order.
+  struct Classified {
+    std::vector<int32_t> accepted, uncertain;
+  };
+
+  // Large vocabularies are split by first byte over several threads (a new position of a
+  // 150k vocabulary takes tens of milliseconds of parsing).
   std::unique_ptr<PositionMask> compute(const ParserItem& item, std::span<const Site> context);
-  // True when token bytes [from, end) pass `lookahead_alt` (see the header comment).
-  bool passes_lookahead(int32_t lookahead_alt, const std::string& token, size_t from);
+  void classify(const ParserItem& item, std::span<const Site> context, int first_byte, int end_byte,
+                Classified& out) const;
 
   const ByteGrammar& grammar_;
   const TokenVocab& vocab_;
   mutable std::mutex mutex_;
   std::unordered_map<Key, std::unique_ptr<PositionMask>> entries_;
-  EarleyParser local_;      // parses a rule alone
-  EarleyParser lookahead_;  // parses a lookahead assertion
 };
 
 }  // namespace brisk::grammar

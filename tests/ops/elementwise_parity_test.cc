@@ -148,7 +148,7 @@ TEST(TokenBitmask, MasksTheSameLogitsAsTheCpu) {
   TensorView rows_h(rows.data(), DType::kI32, {num_masked}), mask_h(mask.data(), DType::kU32, {num_masked, num_words});
   Tensor rows_d = to_device(rows_h), mask_d = to_device(mask_h);
   cpu_backend().apply_token_bitmask({.logits = host_logits, .bitmask = mask_h, .rows = rows_h});
-  cuda_backend().apply_token_bitmask({.logits = TensorView(logits_d.data(), DType::kF32, {num_rows, vocab}, strides,
+  cuda_backend().apply_token_bitmask({.logits = TensorView(logits_d.data_as<void>(), DType::kF32, {num_rows, vocab}, strides,
                                                            Device::kCuda),
                                       .bitmask = mask_d, .rows = rows_d});
   Tensor back = to_host(logits_d);
