@@ -102,25 +102,27 @@ void add_response_format(const Fields& f, std::vector<Candidate>& out) {
 // The constraint fields json, regex, choice and grammar: vLLM's guided_json ... (`key_prefix`
 // "guided_") or the members of structured_outputs (`f` is that object).
 void add_constraint_fields(const Fields& f, const std::string& key_prefix, std::vector<Candidate>& out) {
-  auto field = [&](const char* key) -> std::pair<const Json*, std::string> {
+  std::string param;  // the field `field` found last
+  auto field = [&](const char* key) {
     const std::string name = key_prefix + key;
-    return {f.get(name.c_str()), f.name(name.c_str())};
+    param = f.name(name.c_str());
+    return f.get(name.c_str());
   };
-  if (auto [v, param] = field("json"); v) {
+  if (const Json* v = field("json")) {
     Json schema = read_schema(*v, param);
     out.push_back({param, [schema, param](const auto& options) {
                      return json_schema_constraint(schema, param, options);
                    }});
   }
-  if (auto [v, param] = field("regex"); v) {
+  if (const Json* v = field("regex")) {
     std::string regex = read_string(*v, param, "a regular expression");
     out.push_back({param, [regex, param](const auto&) { return regex_constraint(regex, param); }});
   }
-  if (auto [v, param] = field("choice"); v) {
+  if (const Json* v = field("choice")) {
     std::vector<std::string> choices = read_choices(*v, param);
     out.push_back({param, [choices, param](const auto&) { return choice_constraint(choices, param); }});
   }
-  if (auto [v, param] = field("grammar"); v) {
+  if (const Json* v = field("grammar")) {
     std::string ebnf = read_string(*v, param, "an EBNF grammar");
     out.push_back({param, [ebnf, param](const auto&) { return grammar_constraint(ebnf, param); }});
   }
