@@ -4,6 +4,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
 namespace brisk::testing {
 
 std::vector<RequestResult> collect_samples(RequestStream& stream, int32_t num_samples) {
@@ -40,6 +44,18 @@ RequestResult collect(RequestStream& stream) { return collect_samples(stream, 1)
 
 RequestResult run_request(Engine& engine, GenerationRequest request) {
   return collect(*engine.submit(std::move(request)));
+}
+
+std::filesystem::path synthetic_tokenizer_model_dir() {
+  const std::filesystem::path dir = make_temp_dir("brisk-synthetic-model");
+  std::filesystem::copy_file(test_data_dir() / "tokenizer" / "synthetic_bytelevel" / "tokenizer.json",
+                             dir / "tokenizer.json");
+  auto config = nlohmann::json::parse(
+      read_file(test_data_dir() / "models" / "llama-gqa4-hd64-tied-llama3rope-bf16" / "config.json"));
+  config["vocab_size"] = 768;
+  config["eos_token_id"] = 1;
+  write_file(dir / "config.json", config.dump());
+  return dir;
 }
 
 }  // namespace brisk::testing

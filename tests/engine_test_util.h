@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,9 @@ RequestResult collect(RequestStream& stream);
 // has a single terminal event: collect it with num_samples 1.)
 std::vector<RequestResult> collect_samples(RequestStream& stream, int32_t num_samples);
 RequestResult run_request(Engine& engine, GenerationRequest request);
+// A new model folder with a real tokenizer for random weights (--dummy-weights): the synthetic
+// byte-level tokenizer (708 ids; eos <|end_of_text|> = 1) and the bf16 GQA test model's config
+// with 768 logits.
+std::filesystem::path synthetic_tokenizer_model_dir();
 
 }  // namespace brisk::testing

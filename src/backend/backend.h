@@ -226,6 +226,14 @@ struct FeedTokensParams {
   TensorView sampled{};  // [num_sampled] i32
 };
 
+// Structured output: logits[rows[j], v] = -inf for every token v that row j of the bitmask does
+// not allow (bit v % 32 of word v / 32; tokens past the mask's words are not allowed).
+struct TokenBitmaskParams {
+  TensorView logits{};   // [num_seqs, vocab] f32 (rows may be strided), modified in place
+  TensorView bitmask{};  // [num_masked, num_words] u32
+  TensorView rows{};     // [num_masked] i32: the logits row each mask row applies to
+};
+
 // A point in a backend's queue of work, for waiting on it and timing it.
 class Fence {
  public:
@@ -295,6 +303,7 @@ class Backend {
   virtual void top_logprobs(const TopLogprobsParams& p) = 0;
   virtual void token_logprobs(const TokenLogprobsParams& p) = 0;
   virtual void feed_tokens(const FeedTokensParams& p) = 0;
+  virtual void apply_token_bitmask(const TokenBitmaskParams& p) = 0;
 
   // Runs `ops` once (which also warms up their plans and temporaries), then records them into a
   // graph. Null where graphs are not supported (the CPU); ops must then run eagerly.

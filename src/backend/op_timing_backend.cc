@@ -78,5 +78,8 @@ void OpTimingBackend::token_logprobs(const TokenLogprobsParams& p) {
   timed("token_logprobs", [&] { inner_->token_logprobs(p); });
 }
 void OpTimingBackend::feed_tokens(const FeedTokensParams& p) { timed("feed_tokens", [&] { inner_->feed_tokens(p); }); }
+void OpTimingBackend::apply_token_bitmask(const TokenBitmaskParams& p) {
+  timed("apply_token_bitmask", [&] { inner_->apply_token_bitmask(p); });
+}
 
 }  // namespace brisk

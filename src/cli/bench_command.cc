@@ -16,6 +16,10 @@
 #include "cli/commands.h"
 #include "cli/step_profile_report.h"
 #include "core/error.h"
+#include "core/file_util.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/json_schema_converter.h"
+#include "tokenizer/tokenizer.h"
 
 namespace brisk::cli {
 namespace {
@@ -33,6 +37,7 @@ struct LatencyArgs {
 struct ThroughputArgs {
   EngineOptions engine;
   WorkloadOptions workload;
+  std::string json_schema;  // file: every request's output follows this schema
   bool json = false;
 };
 
@@ -100,19 +105,40 @@ int run_latency(LatencyArgs& args) {
   return 0;
 }
 
+// --json-schema: the schema with compact separators, over the workload's tokenizer.
+std::shared_ptr<const grammar::CompiledGrammar> compile_schema(const ThroughputArgs& args, const Engine& engine) {
+  const std::string& folder = args.workload.tokenizer.empty() ? args.engine.model_dir : args.workload.tokenizer;
+  const auto tokenizer = Tokenizer::from_folder(folder);
+  // A stand-in tokenizer (--tokenizer for a folder without one) may lack the model's eos ids: the
+  // grammar then has no stop token and its outputs end by length.
+  std::vector<int32_t> stop_ids;
+  for (int32_t id : engine.eos_token_ids())
+    if (id < tokenizer->vocab_size()) stop_ids.push_back(id);
+  auto vocab = std::make_shared<grammar::TokenVocab>(grammar::TokenVocab::from_tokenizer(*tokenizer, stop_ids));
+  const grammar::Grammar g = grammar::json_schema_to_grammar(read_text_file(args.json_schema), {.any_whitespace = false});
+  return std::make_shared<grammar::CompiledGrammar>(g, std::move(vocab));
+}
+
 int run_throughput(ThroughputArgs& args) {
   auto engine = Engine::create(args.engine);
   const Workload workload = make_workload(args.workload, model_limits(*engine, args.engine.model_dir));
   fmt::print(stderr, "{}\n", workload.description);
+  std::shared_ptr<const grammar::CompiledGrammar> schema;
+  if (!args.json_schema.empty()) schema = compile_schema(args, *engine);
   const auto start = Clock::now();
   std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const BenchRequest& r : workload.requests) streams.push_back(engine->submit(greedy_request(r)));
+  for (const BenchRequest& r : workload.requests) {
+    GenerationRequest request = greedy_request(r);
+    request.sampling.grammar = schema;
+    streams.push_back(engine->submit(std::move(request)));
+  }
   std::vector<RequestRecord> records;
   for (size_t i = 0; i < streams.size(); ++i)
     records.push_back(drain(*streams[i], start, static_cast<int64_t>(workload.requests[i].prompt_ids.size())));
   const BenchSummary summary = summarize(records, std::chrono::duration<double>(Clock::now() - start).count());
   nlohmann::json out = summary_json("throughput", summary);
   out["preemptions"] = engine->stats().num_preemptions;
+  if (schema) out["json_schema"] = args.json_schema;
   report_step_profile(*engine, args.engine, out);
   if (args.json) fmt::print("{}\n", out.dump());
   else print_summary_lines(summary);
@@ -146,6 +172,10 @@ Runner add_bench_command(CLI::App& app) {
               "The workload line (stderr) gives the requests' mean and median prompt and output tokens.");
   add_engine_options(thr, throughput->engine);
   add_workload_options(thr, throughput->workload);
+  thr->add_option("--json-schema", throughput->json_schema,
+                  "constrain every output to this JSON schema file (compact separators): the cost of structured "
+                  "output; a schema the outputs cannot complete keeps their lengths")
+      ->check(CLI::ExistingFile);
   thr->add_flag("--json", throughput->json, "print one JSON object");
 
   Runner serve = add_bench_serve_command(*bench);

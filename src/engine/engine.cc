@@ -16,6 +16,7 @@
 #include "backend/make_backend.h"
 #include "backend/op_timing_backend.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -106,11 +107,16 @@ class EngineImpl final : public Engine {
   struct InFlightStep {
     LaunchedStep step;
     StepShape shape;
+    // Some row samples under a grammar: the step is sampled once the step before it has been
+    // collected (the masks need its tokens), while the device runs its forward.
+    bool needs_masks = false;
   };
 
   void loop();
   // Schedules and queues the next step; nullopt when nothing can run (or it failed to queue).
   std::optional<InFlightStep> launch_step(bool overlapped);
+  // Queues a launched step's sampling, with the token masks of its grammar rows.
+  void sample_step(InFlightStep& step);
   // Waits for a step's tokens and hands them to their requests.
   void collect_step(InFlightStep& step);
   void refresh_stats();
@@ -305,6 +311,7 @@ void EngineImpl::loop() {
     std::optional<InFlightStep> next;
     if (scheduler_->has_work()) next = launch_step(in_flight_.has_value());
     if (in_flight_) collect_step(*in_flight_);  // while the device runs `next`
+    if (next && next->needs_masks) sample_step(*next);
     in_flight_ = std::move(next);
     retired_before_launch_.clear();
     if (!in_flight_) retired_.clear();
@@ -354,6 +361,9 @@ std::string EngineImpl::check_request(const Request& r) const {
     return fmt::format("repetition_penalty must be > 0, got {}", s.repetition_penalty);
   if (!s.stop.empty() && !tokenizer_)
     return "stop strings need a tokenizer, and the model folder has none (use stop_token_ids)";
+  if (s.grammar && s.grammar->vocab().vocab_size() > vocab)
+    return fmt::format("the grammar's vocabulary has {} tokens, more than the model's {}",
+                       s.grammar->vocab().vocab_size(), vocab);
   for (int32_t id : s.stop_token_ids)
     if (id < 0 || id >= vocab) return fmt::format("stop token id {} is outside the vocabulary [0, {})", id, vocab);
   return {};
@@ -395,6 +405,7 @@ void EngineImpl::admit_new_requests() {
       q.token_limit = std::min<int64_t>(static_cast<int64_t>(q.prompt.size()) + s.max_tokens, model_->max_model_len());
       if (tokenizer_)
         q.text = std::make_unique<StopStringMatcher>(*tokenizer_, s.skip_special_tokens, s.stop, s.include_stop_str_in_output);
+      if (s.grammar) q.matcher = std::make_unique<grammar::GrammarMatcher>(s.grammar);
     };
     prepare(*r, 0);
     if (s.prompt_logprobs) {  // entry 0 has nothing before it; collect_step appends the others
@@ -437,6 +448,8 @@ std::optional<EngineImpl::InFlightStep> EngineImpl::launch_step(bool overlapped)
     for (const auto& c : plan.chunks) finish(*c.request, FinishReason::kError, fmt::format("step failed: {}", e.what()));
     return std::nullopt;
   }
+  for (const Request* r : f.step.sampling) f.needs_masks = f.needs_masks || r->matcher != nullptr;
+  if (!f.needs_masks) sample_step(f);
   int64_t prompt_tokens = 0;
   for (const auto& c : plan.chunks) {
     Request& r = *c.request;
@@ -462,6 +475,32 @@ std::optional<EngineImpl::InFlightStep> EngineImpl::launch_step(bool overlapped)
   stats_.num_steps++;
   stats_.num_prompt_tokens_computed += prompt_tokens;
   return f;
+}
+
+void EngineImpl::sample_step(InFlightStep& f) {
+  TokenMasks masks;
+  try {
+    if (f.needs_masks) {
+      const std::vector<Request*>& sampling = f.step.sampling;
+      for (size_t row = 0; row < sampling.size(); ++row)
+        if (sampling[row]->matcher && !sampling[row]->finished) masks.rows.push_back(static_cast<int32_t>(row));
+      const int64_t num_words = runner_->mask_words();
+      masks.words.assign(masks.rows.size() * num_words, 0u);
+      // Matchers are per sample; the compiled grammars they share are thread-safe.
+      parallel_for(static_cast<int64_t>(masks.rows.size()), 4, [&](int64_t begin, int64_t end) {
+        for (int64_t j = begin; j < end; ++j) {
+          grammar::GrammarMatcher& m = *sampling[masks.rows[j]]->matcher;
+          m.fill_next_token_bitmask({masks.words.data() + j * num_words, static_cast<size_t>(m.bitmask_words())});
+        }
+      });
+    }
+    runner_->sample(f.step, masks);
+  } catch (const std::exception& e) {
+    // The step's forward is queued: it stays in flight (collect drops its rows' tokens).
+    spdlog::error("step failed: {}", e.what());
+    for (Request* r : f.step.sampling)
+      if (!r->finished) finish(*r, FinishReason::kError, fmt::format("step failed: {}", e.what()));
+  }
 }
 
 void EngineImpl::collect_step(InFlightStep& f) {
@@ -518,15 +557,19 @@ void EngineImpl::refresh_stats() {
 
 void EngineImpl::append_token(Request& r, SampledToken sampled) {
   const int32_t token = sampled.token;
+  if (r.matcher && !r.matcher->accept_token(token))  // the grammar allowed no token at all
+    return finish(r, FinishReason::kError, fmt::format("structured output: the grammar allows no token after {} "
+                                                       "generated tokens", r.num_generated));
   r.tokens.push_back(token);
   r.num_generated++;
   const SamplingParams& s = r.params;
   // An eos or stop token ends the request; its text is not part of the output (as in vLLM),
-  // which matters when special tokens are kept.
+  // which matters when special tokens are kept. A grammar ends at the stop token it accepts.
   const bool stop_token =
-      r.num_generated >= s.min_tokens &&
-      ((!s.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end()) ||
-       std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), token) != s.stop_token_ids.end());
+      (r.matcher && r.matcher->is_terminated()) ||
+      (r.num_generated >= s.min_tokens &&
+       ((!s.ignore_eos && std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end()) ||
+        std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(), token) != s.stop_token_ids.end()));
   StopStringMatcher::Step text;
   if (r.text && !stop_token) text = r.text->add(token);
   RequestEvent event;

@@ -108,23 +108,21 @@ LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
     backend.feed_tokens({batch.token_ids, to_backend(backend, TensorView(in.feed_dst.data(), DType::kI32, shape), keep),
                          to_backend(backend, TensorView(in.feed_src.data(), DType::kI32, shape), keep), sampled_ids_});
   };
-  Tensor eager_logits;  // lives until the sampler has been queued
-  TensorView logits;
   // A step that scores prompt rows runs eagerly (graphs only cover decodes, which never score).
   const bool scores = !in.prompt_rows.empty();
   if (graphs_ && !scores && graphs_->covers(in.chunks)) {
     feed(graphs_->prepare(in.chunks));
-    logits = graphs_->replay(static_cast<int64_t>(in.chunks.size()));
+    step.logits = graphs_->replay(static_cast<int64_t>(in.chunks.size()));
   } else {
     BatchInputs inputs(in.chunks, cache_.block_size());
     const ForwardBatch batch = inputs.upload(backend);
     feed(batch);
-    eager_logits = Tensor(backend.allocator(), DType::kF32, {num_sampling, model_.config().vocab_size});
+    step.eager_logits = Tensor(backend.allocator(), DType::kF32, {num_sampling, model_.config().vocab_size});
     Tensor hidden;
     if (scores)
       hidden = Tensor(backend.allocator(), model_.activation_dtype(), {inputs.num_hidden(), model_.config().hidden_size});
-    model_.forward(batch, cache_, eager_logits, hidden);
-    logits = eager_logits;
+    model_.forward(batch, cache_, step.eager_logits, hidden);
+    step.logits = step.eager_logits;
     if (scores) {
       step.prompt_rows = std::move(in.prompt_rows);
       for (const PromptRows& rows : step.prompt_rows)
@@ -135,36 +133,63 @@ LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
     }
   }
   for (Request* r : step.sampling) step.top_k = std::max<int64_t>(step.top_k, r->params.top_logprobs);
-  if (num_sampling > 0) sample(logits, step.sampling, step);
-  step.done = backend.record_fence();
+  prepare_sampling(step);
   ++num_launched_;
   return step;
 }
 
-void ModelRunner::sample(TensorView logits, const std::vector<Request*>& sampling, const LaunchedStep& step) {
-  Backend& backend = model_.backend();
-  const int64_t num_seqs = static_cast<int64_t>(sampling.size());
-
-  // Sampling rows and the ragged prompt / output token lists the penalties read (only built and
-  // uploaded when some row has a penalty: they can be as long as every sequence's context).
-  std::vector<SamplingRow> rows;
-  std::vector<int32_t> prompt_start{0}, prompt_tokens, output_start{0}, output_tokens;
-  bool penalties = false;
-  for (Request* r : sampling) {
+void ModelRunner::prepare_sampling(LaunchedStep& step) {
+  for (Request* r : step.sampling) {
     SamplingRow row = r->row;
     row.step = static_cast<uint64_t>(r->num_generated + r->num_pending);  // the draw's index
-    rows.push_back(row);
-    penalties = penalties || row.has_penalties();
+    step.rows.push_back(row);
+    step.penalties = step.penalties || row.has_penalties();
   }
-  for (Request* r : penalties ? sampling : std::vector<Request*>{}) {
+  if (!step.penalties) return;
+  step.prompt_start = {0};
+  step.output_start = {0};
+  for (Request* r : step.sampling) {
     BRISK_CHECK(r->num_pending == 0, "model runner: penalties need every output token, and request {} has {} "
                 "pending", r->id, r->num_pending);
     const int64_t prompt_len = static_cast<int64_t>(r->prompt.size());
-    prompt_tokens.insert(prompt_tokens.end(), r->tokens.begin(), r->tokens.begin() + prompt_len);
-    output_tokens.insert(output_tokens.end(), r->tokens.begin() + prompt_len, r->tokens.end());
-    prompt_start.push_back(static_cast<int32_t>(prompt_tokens.size()));
-    output_start.push_back(static_cast<int32_t>(output_tokens.size()));
+    step.prompt_tokens.insert(step.prompt_tokens.end(), r->tokens.begin(), r->tokens.begin() + prompt_len);
+    step.output_tokens.insert(step.output_tokens.end(), r->tokens.begin() + prompt_len, r->tokens.end());
+    step.prompt_start.push_back(static_cast<int32_t>(step.prompt_tokens.size()));
+    step.output_start.push_back(static_cast<int32_t>(step.output_tokens.size()));
   }
+}
+
+void ModelRunner::upload_masks(TensorView logits, const TokenMasks& masks) {
+  Backend& backend = model_.backend();
+  const int64_t num_masked = static_cast<int64_t>(masks.rows.size());
+  const int64_t words = mask_words();
+  BRISK_CHECK(static_cast<int64_t>(masks.words.size()) == num_masked * words,
+              "model runner: {} token masks need {} words, got {}", num_masked, num_masked * words, masks.words.size());
+  // Slices of at most 4 MiB: host-to-device copies up to that size are staged without the host
+  // waiting for the device.
+  const int64_t rows_per_slice = std::max<int64_t>(1, (int64_t{4} << 20) / (words * 4));
+  std::vector<Tensor> keep;
+  for (int64_t begin = 0; begin < num_masked; begin += rows_per_slice) {
+    const int64_t n = std::min(num_masked - begin, rows_per_slice);
+    const TensorView rows(const_cast<int32_t*>(masks.rows.data() + begin), DType::kI32, {n});
+    const TensorView bits(const_cast<uint32_t*>(masks.words.data() + begin * words), DType::kU32, {n, words});
+    backend.apply_token_bitmask({.logits = logits, .bitmask = to_backend(backend, bits, keep),
+                                 .rows = to_backend(backend, rows, keep)});
+  }
+}
+
+void ModelRunner::sample(LaunchedStep& step, const TokenMasks& masks) {
+  BRISK_CHECK(!step.done, "model runner: a step is sampled once");
+  Backend& backend = model_.backend();
+  const std::vector<Request*>& sampling = step.sampling;
+  const int64_t num_seqs = static_cast<int64_t>(sampling.size());
+  if (num_seqs == 0) {
+    step.done = backend.record_fence();
+    return;
+  }
+  const TensorView logits = step.logits;
+  // Masked first: the alternatives and logprobs are those of the tokens the grammar allows.
+  if (!masks.rows.empty()) upload_masks(logits, masks);
   std::vector<Tensor> keep;
   auto ids = [](std::vector<int32_t>& v) {
     return TensorView(v.data(), DType::kI32, {static_cast<int64_t>(v.size())});
@@ -172,15 +197,15 @@ void ModelRunner::sample(TensorView logits, const std::vector<Request*>& samplin
   Tensor logprobs(backend.allocator(), DType::kF32, {num_seqs});
   SampleParams p;
   p.logits = logits;
-  p.rows = to_backend(backend, TensorView(rows.data(), DType::kU8, {num_seqs, sizeof(SamplingRow)}), keep)
+  p.rows = to_backend(backend, TensorView(step.rows.data(), DType::kU8, {num_seqs, sizeof(SamplingRow)}), keep)
                .data_as<const SamplingRow>();
-  if (penalties) {
-    p.prompt_start = to_backend(backend, ids(prompt_start), keep);
-    p.prompt_tokens = to_backend(backend, ids(prompt_tokens), keep);
+  if (step.penalties) {
+    p.prompt_start = to_backend(backend, ids(step.prompt_start), keep);
+    p.prompt_tokens = to_backend(backend, ids(step.prompt_tokens), keep);
   }
-  if (!output_tokens.empty()) {
-    p.output_start = to_backend(backend, ids(output_start), keep);
-    p.output_tokens = to_backend(backend, ids(output_tokens), keep);
+  if (!step.output_tokens.empty()) {
+    p.output_start = to_backend(backend, ids(step.output_start), keep);
+    p.output_tokens = to_backend(backend, ids(step.output_tokens), keep);
   }
   p.out_tokens = sampled_ids_.view().slice(0, 0, num_seqs);
   p.out_logprobs = logprobs;
@@ -197,6 +222,9 @@ void ModelRunner::sample(TensorView logits, const std::vector<Request*>& samplin
   backend.sample(p);
   backend.copy_async(slot.tokens.view().slice(0, 0, num_seqs), p.out_tokens);
   backend.copy_async(slot.logprobs.view().slice(0, 0, num_seqs), logprobs);
+  step.done = backend.record_fence();
+  step.logits = {};
+  step.eager_logits = Tensor();
 }
 
 void ModelRunner::score_prompt(TensorView hidden, std::vector<int32_t>& targets, LaunchedStep& step) {
@@ -245,6 +273,7 @@ void ModelRunner::score_prompt(TensorView hidden, std::vector<int32_t>& targets,
 std::vector<SampledToken> ModelRunner::collect(const LaunchedStep& step) {
   BRISK_CHECK(num_collected_ < num_launched_ && step.slot == num_collected_ % 2,
               "model runner: steps must be collected once each, in launch order");
+  BRISK_CHECK(step.done != nullptr, "model runner: a step is collected after it is sampled");
   step.done->wait();
   ++num_collected_;
   const HostSlot& slot = slots_[step.slot];

@@ -2,7 +2,8 @@
 // the device KV cache. Launching and collecting are separate so that the host prepares the next
 // step while the device runs this one: a launched step's sampled ids stay on the device (the next
 // step's inputs take its pending tokens from there) and reach pinned host memory by an
-// asynchronous copy that collect() waits for.
+// asynchronous copy that collect() waits for. The forward and the sampling are queued by separate
+// calls, so that token masks (structured output) can be computed while the forward runs.
 #pragma once
 
 #include <memory>
@@ -39,7 +40,21 @@ struct LaunchedStep {
   std::vector<PromptRows> prompt_rows;
   int64_t prompt_top_k = 0;        // alternatives per scored row (the most any request asked for)
   std::unique_ptr<Fence> start;    // before its first op; null unless timed
-  std::unique_ptr<Fence> done;     // after its last copy
+  std::unique_ptr<Fence> done;     // after its last copy; set by sample()
+  TensorView logits;               // [sampling.size(), vocab] f32 until sample() has queued
+  Tensor eager_logits;             // owns logits when the forward ran eagerly
+  // The sampler's rows (draw index fixed at launch) and the ragged prompt / output token lists
+  // penalties read (only when some row has a penalty: they can be as long as every context).
+  std::vector<SamplingRow> rows;
+  bool penalties = false;
+  std::vector<int32_t> prompt_start, prompt_tokens, output_start, output_tokens;
+};
+
+// Token masks of some of a step's sampling rows (structured output): row j of `words`
+// ([rows.size(), ModelRunner::mask_words()]) applies to sampling row rows[j].
+struct TokenMasks {
+  std::vector<int32_t> rows;
+  std::vector<uint32_t> words;
 };
 
 class ModelRunner {
@@ -56,6 +71,11 @@ class ModelRunner {
   // penalty must have none pending. At most two launched steps may be uncollected; `timed` adds
   // a start fence.
   LaunchedStep launch(const BatchPlan& plan, bool timed);
+  // Queues the sampling of a launched step (each launch once, before the next launch): the
+  // masked rows only sample tokens their masks allow.
+  void sample(LaunchedStep& step, const TokenMasks& masks = {});
+  // uint32 words of one token mask: one bit per token of the model's vocabulary.
+  int64_t mask_words() const { return (model_.config().vocab_size + 31) / 32; }
   // Waits for the oldest uncollected step; one token per sampling request, in row order. Prompt
   // rows the step scored are appended to their requests' prompt_logprobs first.
   std::vector<SampledToken> collect(const LaunchedStep& step);
@@ -80,7 +100,9 @@ class ModelRunner {
   };
   TensorView forward(const std::vector<SequenceChunk>& chunks, const std::vector<int32_t>& feed_dst,
                      const std::vector<int32_t>& feed_src, int64_t num_sampling);
-  void sample(TensorView logits, const std::vector<Request*>& sampling, const LaunchedStep& step);
+  // Fills step's sampler rows and penalty token lists from its sampling requests.
+  static void prepare_sampling(LaunchedStep& step);
+  void upload_masks(TensorView logits, const TokenMasks& masks);
   // Scores prompt rows from their final hidden states ([num_rows, hidden_size]): lm_head, log-softmax
   // at the target, rank and top alternatives, in slices of bounded rows, copied to the slot's host buffers.
   void score_prompt(TensorView hidden, std::vector<int32_t>& targets, LaunchedStep& step);

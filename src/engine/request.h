@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "brisk/engine.h"
 #include "engine/stop_strings.h"
+#include "grammar/grammar_matcher.h"
 #include "kv/sequence_blocks.h"
 
 namespace brisk {
@@ -61,6 +62,9 @@ struct Request {
   std::vector<PromptLogprob> prompt_logprobs;
   SequenceBlocks blocks;
   std::unique_ptr<StopStringMatcher> text;  // when the model has a tokenizer
+  // Structured output (params.grammar): the grammar's state after the tokens the host has; the
+  // mask of a sampling row is computed from it once the sample's previous token has arrived.
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
   std::shared_ptr<EventQueue> stream;
   // Samples 1..n-1 of a request wait here until sample 0 has computed the prompt, then reuse its
   // KV blocks through the prefix cache instead of computing the prompt n times.

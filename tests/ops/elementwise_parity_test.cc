@@ -1,10 +1,13 @@
 // embedding, rms_norm and silu_mul: CUDA against the CPU reference on the same (rounded)
-// inputs (and feed_tokens, an exact copy, at the end). The CPU writes f32 outputs where the op allows it, so each comparison sees the CUDA
+// inputs (and feed_tokens and apply_token_bitmask, exact, at the end). The CPU writes f32 outputs where the op allows it, so each comparison sees the CUDA
 // op's own rounding only: |cuda - cpu| <= atol + rtol * |cpu| with rtol = one rounding of the
 // output dtype (bf16 1/128, f16 1/1024) and atol 1e-5.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
 #include <cstring>
+#include <random>
 
 #include "ops_test_util.h"
 
@@ -125,6 +128,36 @@ TEST(FeedTokens, CopiesSampledIdsIntoTheNextInputs) {
   for (int32_t i = 0; i < 1000; ++i) ASSERT_EQ(unchanged.data_as<int32_t>()[i], ids[i]) << "ids[" << i << "]";
   EXPECT_ERROR_CONTAINS(cpu_backend().feed_tokens({view(ids), view(bad_dst), view(bad_src), view(sampled)}),
                         "feed_tokens: pair 0 copies sampled[400] of 300");
+}
+
+TEST(TokenBitmask, MasksTheSameLogitsAsTheCpu) {
+  // 200 rows of a 128256-token vocabulary (strided rows: room for 16 more columns), 37 of them
+  // masked by random masks whose 4000 words cover part of the vocabulary only.
+  const int64_t num_rows = 200, vocab = 128256, stride = vocab + 16, num_words = 4000;
+  std::mt19937 rng(5);
+  std::vector<float> logits(num_rows * stride);
+  for (float& x : logits) x = std::uniform_real_distribution<float>(-4, 4)(rng);
+  std::vector<int32_t> rows;
+  for (int32_t r = 3; r < num_rows; r += 5) rows.push_back(r);
+  std::vector<uint32_t> mask(rows.size() * num_words);
+  for (uint32_t& w : mask) w = rng() & rng();  // about a quarter of the tokens allowed
+  const std::array<int64_t, Shape::kMaxDims> strides{stride, 1};
+  TensorView host_logits(logits.data(), DType::kF32, {num_rows, vocab}, strides, Device::kCpu);
+  Tensor logits_d = to_device(TensorView(logits.data(), DType::kF32, {num_rows, stride}));
+  const auto num_masked = static_cast<int64_t>(rows.size());
+  TensorView rows_h(rows.data(), DType::kI32, {num_masked}), mask_h(mask.data(), DType::kU32, {num_masked, num_words});
+  Tensor rows_d = to_device(rows_h), mask_d = to_device(mask_h);
+  cpu_backend().apply_token_bitmask({.logits = host_logits, .bitmask = mask_h, .rows = rows_h});
+  cuda_backend().apply_token_bitmask({.logits = TensorView(logits_d.data(), DType::kF32, {num_rows, vocab}, strides,
+                                                           Device::kCuda),
+                                      .bitmask = mask_d, .rows = rows_d});
+  Tensor back = to_host(logits_d);
+  int64_t num_masked_logits = 0;
+  for (int64_t i = 0; i < num_rows * stride; ++i) {
+    ASSERT_EQ(back.data_as<float>()[i], logits[i]) << "row " << i / stride << " column " << i % stride;
+    num_masked_logits += std::isinf(logits[i]);
+  }
+  EXPECT_GT(num_masked_logits, num_masked * vocab / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, Elementwise, ::testing::Values(DType::kBF16, DType::kF16),

@@ -333,4 +333,13 @@ void check_op_params(const FeedTokensParams& p, Device device) {
   check_index_vector(kOp, "src", p.src, p.dst.size(0), device);
 }
 
+void check_op_params(const TokenBitmaskParams& p, Device device) {
+  constexpr std::string_view kOp = "apply_token_bitmask";
+  check_view(kOp, "logits", p.logits, 2, Layout::kStridedRows, device);
+  check_dtype(kOp, "logits", p.logits, DType::kF32);
+  check_view(kOp, "bitmask", p.bitmask, 2, Layout::kContiguous, device);
+  check_dtype(kOp, "bitmask", p.bitmask, DType::kU32);
+  check_index_vector(kOp, "rows", p.rows, p.bitmask.size(0), device);
+}
+
 }  // namespace brisk

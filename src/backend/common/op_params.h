@@ -27,5 +27,6 @@ void check_op_params(const SampleParams& p, Device device);
 void check_op_params(const TopLogprobsParams& p, Device device);
 void check_op_params(const TokenLogprobsParams& p, Device device);
 void check_op_params(const FeedTokensParams& p, Device device);
+void check_op_params(const TokenBitmaskParams& p, Device device);
 
 }  // namespace brisk

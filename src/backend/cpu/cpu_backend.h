@@ -35,6 +35,7 @@ class CpuBackend final : public Backend {
   void top_logprobs(const TopLogprobsParams& p) override;
   void token_logprobs(const TokenLogprobsParams& p) override;
   void feed_tokens(const FeedTokensParams& p) override;
+  void apply_token_bitmask(const TokenBitmaskParams& p) override;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -30,6 +30,7 @@ void sample(const SampleParams& p);
 void top_logprobs(const TopLogprobsParams& p);
 void token_logprobs(const TokenLogprobsParams& p);
 void feed_tokens(const FeedTokensParams& p);
+void apply_token_bitmask(const TokenBitmaskParams& p);
 
 // The uniform number in [0, 1) that sample() draws for (seed, step); the exact recipe is
 // documented at its definition (sample.cc) because the CUDA sampler must reproduce it.

@@ -112,6 +112,15 @@ __global__ void feed_tokens_kernel(FeedTokensArgs a) {
   }
 }
 
+// One thread per logit: a warp reads one mask word (a broadcast) and writes 32 adjacent logits.
+__global__ void apply_token_bitmask_kernel(TokenBitmaskArgs a) {
+  const int64_t v = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (v >= a.vocab) return;
+  const int64_t word = v / 32;
+  const uint32_t bits = word < a.num_words ? a.bitmask[blockIdx.y * a.num_words + word] : 0u;
+  if (((bits >> (v % 32)) & 1u) == 0) a.logits[a.rows[blockIdx.y] * a.logits_stride + v] = -INFINITY;
+}
+
 __global__ void bias_kernel(BiasArgs a) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t item = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -151,6 +160,13 @@ void launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
 void launch_feed_tokens(const FeedTokensArgs& a, cudaStream_t stream) {
   if (a.num_pairs == 0) return;
   feed_tokens_kernel<<<grid_for(a.num_pairs), kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
+
+void launch_apply_token_bitmask(const TokenBitmaskArgs& a, cudaStream_t stream) {
+  if (a.num_masked == 0 || a.vocab == 0) return;
+  const dim3 grid(static_cast<unsigned>((a.vocab + kThreads - 1) / kThreads), static_cast<unsigned>(a.num_masked));
+  apply_token_bitmask_kernel<<<grid, kThreads, 0, stream>>>(a);
   BRISK_CUDA_CHECK_LAUNCH();
 }
 

@@ -166,6 +166,18 @@ struct FeedTokensArgs {
 };
 void launch_feed_tokens(const FeedTokensArgs& a, cudaStream_t stream);
 
+// logits[rows[j], v] = -inf where bit v of bitmask row j is clear (or v >= 32 * num_words).
+struct TokenBitmaskArgs {
+  float* logits = nullptr;
+  int64_t logits_stride = 0;  // elements between rows
+  int64_t vocab = 0;
+  const uint32_t* bitmask = nullptr;  // [num_masked, num_words]
+  int64_t num_words = 0;
+  const int32_t* rows = nullptr;      // [num_masked]
+  int64_t num_masked = 0;
+};
+void launch_apply_token_bitmask(const TokenBitmaskArgs& a, cudaStream_t stream);
+
 // y[m, n] = (accumulate ? y[m, n] : 0) + bias[n]; bias may be null (then y = 0 or unchanged).
 struct BiasArgs {
   void* y = nullptr;

@@ -55,5 +55,6 @@ void sample(const OpContext& ctx, const SampleParams& p);
 void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p);
 void token_logprobs(const OpContext& ctx, const TokenLogprobsParams& p);
 void feed_tokens(const OpContext& ctx, const FeedTokensParams& p);
+void apply_token_bitmask(const OpContext& ctx, const TokenBitmaskParams& p);
 
 }  // namespace brisk::cuda
