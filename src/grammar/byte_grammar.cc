@@ -1,5 +1,7 @@
 #include "grammar/byte_grammar.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -237,7 +239,85 @@ class Lowering {
   ByteGrammar out_;
 };
 
+// Lowering's counts, expression by expression (memoized: expressions may be shared), following
+// Lowering::lower_into (`inline_size`) and Lowering::lower_rule_body (`body_size`).
+class SizeCounter {
+ public:
+  explicit SizeCounter(const Grammar& g) : g_(g), inline_(g.exprs.size()), body_(g.exprs.size()) {}
+
+  LoweredSize total() {
+    LoweredSize size{int64_t(g_.rules.size()), 0};
+    for (const Rule& rule : g_.rules) {
+      if (rule.body >= 0) size = add(size, body_size(rule.body));
+      if (rule.lookahead >= 0) size = add(size, inline_size(rule.lookahead));
+    }
+    return size;
+  }
+
+ private:
+  static constexpr int64_t kCap = int64_t(1) << 62;
+  static int64_t cap(int64_t v) { return v > kCap ? kCap : v; }
+  static LoweredSize add(LoweredSize a, LoweredSize b) {
+    return {cap(a.rules + b.rules), cap(a.elements + b.elements)};
+  }
+  static LoweredSize times(LoweredSize a, int64_t n) {
+    auto mul = [n](int64_t v) { return v != 0 && n > kCap / v ? kCap : cap(v * n); };
+    return {mul(a.rules), mul(a.elements)};
+  }
+
+  LoweredSize body_size(int32_t expr) {
+    if (body_[expr]) return *body_[expr];
+    const Expr& e = g_.exprs[expr];
+    LoweredSize size;
+    if (e.kind == ExprKind::kChoice) {
+      for (int32_t child : e.children) size = add(size, body_size(child));
+    } else {
+      size = inline_size(expr);
+    }
+    return *(body_[expr] = size);
+  }
+
+  LoweredSize inline_size(int32_t expr) {
+    if (inline_[expr]) return *inline_[expr];
+    const Expr& e = g_.exprs[expr];
+    LoweredSize size;
+    switch (e.kind) {
+      case ExprKind::kEmpty: break;
+      case ExprKind::kBytes: size.elements = int64_t(e.bytes.size()); break;
+      case ExprKind::kCharClass:
+      case ExprKind::kRuleRef: size.elements = 1; break;
+      case ExprKind::kSequence:
+        for (int32_t child : e.children) size = add(size, inline_size(child));
+        break;
+      case ExprKind::kChoice: size = add({1, 1}, body_size(expr)); break;  // a helper rule and its reference
+      case ExprKind::kRepeat: size = repeat_size(e); break;
+    }
+    return *(inline_[expr] = size);
+  }
+
+  LoweredSize repeat_size(const Expr& e) {
+    const bool class_child = g_.exprs[e.children[0]].kind == ExprKind::kCharClass;
+    if (class_child && e.min == 0 && e.max == -1) return {0, 1};  // a class star
+    const LoweredSize copy = inline_size(e.children[0]);
+    LoweredSize size = times(copy, e.min);
+    if (e.max == -1) {
+      // A class star, or star ::= "" | star child and its reference.
+      return add(size, class_child ? LoweredSize{0, 1} : add(copy, {1, 2}));
+    }
+    // opt_k ::= "" | child opt_{k-1}, k = 1..max-min, and a reference to the last.
+    const int64_t num_optional = e.max - e.min;
+    if (num_optional == 0) return size;
+    return add(size, times(add(copy, {1, 1}), num_optional));
+  }
+
+  const Grammar& g_;
+  std::vector<std::optional<LoweredSize>> inline_;
+  std::vector<std::optional<LoweredSize>> body_;
+};
+
 }  // namespace
+
+LoweredSize ByteGrammar::lowered_size(const Grammar& grammar) { return SizeCounter(grammar).total(); }
 
 ByteGrammar ByteGrammar::lower(const Grammar& grammar) { return Lowering(grammar).run(); }
 

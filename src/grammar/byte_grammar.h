@@ -55,6 +55,11 @@ struct ByteRule {
   int32_t end_rule = -1;
 };
 
+struct LoweredSize {
+  int64_t rules = 0;
+  int64_t elements = 0;
+};
+
 struct ByteGrammar {
   std::vector<ByteRule> rules;
   std::vector<Alternative> alternatives;
@@ -63,6 +68,11 @@ struct ByteGrammar {
   int32_t root = -1;
 
   static ByteGrammar lower(const Grammar& grammar);
+  // The rules and elements lower() makes of `grammar`, counted without lowering it, so that a
+  // server can refuse what would take too long: repetitions are copied (x{m,n} makes n copies
+  // of x and n - m helper rules), so a short grammar can lower to a huge one. Counts saturate
+  // at 2^62.
+  static LoweredSize lowered_size(const Grammar& grammar);
 };
 
 }  // namespace brisk::grammar

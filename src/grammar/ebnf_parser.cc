@@ -12,6 +12,10 @@ namespace brisk::grammar {
 
 namespace {
 
+// Groups are parsed recursively: deeper nesting (only hostile input has it) would overflow the
+// stack.
+constexpr int kMaxGroupDepth = 200;
+
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '-' || c == '.';
@@ -154,12 +158,14 @@ class Parser {
       return g_.char_class({}, true);
     }
     if (c == '(') {
+      if (++depth_ > kMaxGroupDepth) fail(fmt::format("groups nest deeper than {}", kMaxGroupDepth));
       ++pos_;
       skip_space();
       int32_t inner = parse_choice();
       skip_space();
       if (peek() != ')') fail("expected ')'");
       ++pos_;
+      --depth_;
       return inner;
     }
     if (is_name_char(c)) {
@@ -333,6 +339,7 @@ class Parser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;  // groups open at pos_
   Grammar g_;
   std::map<std::string, std::pair<int, int>> reference_position_;
 };

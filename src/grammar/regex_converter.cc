@@ -10,6 +10,9 @@ namespace brisk::grammar {
 namespace {
 
 constexpr uint32_t kMaxCodepoint = 0x10ffff;
+// Groups are parsed recursively: deeper nesting (only hostile input has it) would overflow the
+// stack.
+constexpr int kMaxGroupDepth = 200;
 
 const std::vector<CharRange>& digit_ranges() {
   static const std::vector<CharRange> r{{'0', '9'}};
@@ -131,6 +134,7 @@ class RegexParser {
   int32_t parse_atom() {
     char c = peek();
     if (c == '(') {
+      if (++depth_ > kMaxGroupDepth) fail(fmt::format("groups nest deeper than {}", kMaxGroupDepth));
       ++pos_;
       if (peek() == '?') {
         if (peek(1) == ':') {
@@ -150,6 +154,7 @@ class RegexParser {
       int32_t inner = parse_alternation();
       if (peek() != ')') fail("missing ')'");
       ++pos_;
+      --depth_;
       return inner;
     }
     if (c == '[') return parse_class();
@@ -297,6 +302,7 @@ class RegexParser {
   Grammar& g_;
   std::string_view re_;
   size_t pos_ = 0;
+  int depth_ = 0;  // groups open at pos_
 };
 
 }  // namespace

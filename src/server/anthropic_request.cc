@@ -107,6 +107,24 @@ Json read_tools(const Json& tools) {
   return out;
 }
 
+// {"type": "auto" | "none" | "any" | "tool", "name"?, "disable_parallel_tool_use"?}: "any" is
+// OpenAI's "required", "tool" a named function; both constrain the output (tool_choice.h).
+void read_tool_choice(const Json& choice, ChatRequest& r) {
+  const std::string type = choice.is_object() ? choice.value("type", "") : "";
+  if (type == "none") r.tool_choice.mode = ToolChoice::Mode::kNone;
+  else if (type == "any") r.tool_choice.mode = ToolChoice::Mode::kRequired;
+  else if (type == "tool") r.tool_choice.mode = ToolChoice::Mode::kFunction;
+  else if (type != "auto")
+    throw_invalid("tool_choice", "'tool_choice' must be {{\"type\": ...}} with type auto, any, tool or none, got {}",
+                  describe_json(choice));
+  Fields c(choice, "tool_choice.");
+  r.parallel_tool_calls = !c.boolean("disable_parallel_tool_use").value_or(false);
+  if (r.tool_choice.mode != ToolChoice::Mode::kFunction) return;
+  std::optional<std::string> name = c.string("name");
+  if (!name) throw_invalid("tool_choice.name", "'tool_choice' of type tool needs 'name'");
+  r.tool_choice.function = *name;
+}
+
 ChatRequest read_request(std::string_view body, bool need_max_tokens) {
   Json j = parse_request_body(body);
   Fields f(j);
@@ -139,13 +157,7 @@ ChatRequest read_request(std::string_view body, bool need_max_tokens) {
     r.tools = read_tools(*tools);
     if (r.tools.empty()) r.tools = nullptr;
   }
-  if (const Json* choice = f.get("tool_choice")) {
-    const std::string type = choice->is_object() ? choice->value("type", "") : "";
-    if (type != "auto" && type != "none")
-      throw_invalid("tool_choice", "'tool_choice' other than {{\"type\": \"auto\"}} or {{\"type\": \"none\"}} is not "
-                    "supported: brisk cannot force a tool call");
-    r.tool_choice = type;
-  }
+  if (const Json* choice = f.get("tool_choice")) read_tool_choice(*choice, r);
   // Extended thinking switches the template's thinking on or off (Qwen3's enable_thinking).
   if (const Json* thinking = f.get("thinking")) {
     const std::string type = thinking->is_object() ? thinking->value("type", "") : "";
@@ -155,6 +167,7 @@ ChatRequest read_request(std::string_view body, bool need_max_tokens) {
   }
   f.reject("mcp_servers", "brisk connects to no MCP servers");
   f.reject("container", "brisk runs no code containers");
+  r.options.constraint = tool_choice_constraint(r.tool_choice, r.tools, r.parallel_tool_calls);
   return r;
 }
 

@@ -7,7 +7,8 @@ using Json = nlohmann::json;
 
 std::string event(std::string_view name, const Json& body) { return sse_event(name, dump_json(body)); }
 
-// A tool call's arguments as the object Anthropic clients expect (they are valid JSON here).
+// A tool call's arguments as the object Anthropic clients expect: valid JSON here, except for a
+// forced call cut off by max_tokens, whose input is then empty.
 Json tool_input(const std::string& arguments) {
   Json input = Json::parse(arguments, nullptr, false);
   return input.is_object() ? input : Json::object();

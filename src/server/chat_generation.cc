@@ -13,7 +13,7 @@ PreparedChat prepare_chat(const ServerState& state, const ChatRequest& request, 
   chat.prompt = state.need_tokenizer(names.messages).encode(rendered, /*add_special_tokens=*/false);
   // Without max_tokens a chat may use the rest of the context, as vLLM allows.
   const int64_t room = state.engine().max_model_len() - static_cast<int64_t>(chat.prompt.size());
-  chat.sampling = resolve_sampling(request.options, std::max<int64_t>(room, 1));
+  chat.sampling = resolve_sampling(state, request.options, std::max<int64_t>(room, 1));
   state.check_prompt(chat.prompt, chat.sampling.max_tokens, names.messages, names.max_tokens);
   chat.output = state.chat_output(request, rendered);
   // Some formats mark calls with special tokens, which the text must then keep.

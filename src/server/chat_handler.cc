@@ -16,6 +16,7 @@ boost::asio::awaitable<void> handle_chat_completions(ServerState& state, HttpExc
   shape.num_samples = chat.sampling.n;
   shape.meta = response_meta(state, request.options, "chatcmpl");
   shape.meta.reasoning = chat.output.reasoning;
+  shape.meta.named_tool_choice = !chat.output.named_tool.empty();
   shape.chat_output = chat.output;
   std::vector<std::vector<int32_t>> prompts{std::move(chat.prompt)};
   Generation generation(state, std::move(prompts), chat.sampling, co_await boost::asio::this_coro::executor);

@@ -16,7 +16,7 @@ constexpr int64_t kDefaultMaxTokens = 16;
 boost::asio::awaitable<void> handle_completions(ServerState& state, HttpExchange& exchange) {
   CompletionRequest request = parse_completion_request(exchange.request().body());
   state.check_model(request.options.model);
-  SamplingParams sampling = resolve_sampling(request.options, kDefaultMaxTokens);
+  SamplingParams sampling = resolve_sampling(state, request.options, kDefaultMaxTokens);
   // The prompt is scored for echo with logprobs (its logprobs lead the choice's), and for
   // max_tokens 0, which the engine only allows when it scores.
   auto score_prompt = [&](int32_t num_top) {

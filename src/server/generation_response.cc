@@ -124,12 +124,14 @@ ApiError generation_error(const Generation& g) {
   return ApiError(500, "internal_server_error", "", "", *g.error());
 }
 
-SamplingParams resolve_sampling(const GenerationOptions& options, int64_t default_max_tokens) {
+SamplingParams resolve_sampling(const ServerState& state, const GenerationOptions& options,
+                                int64_t default_max_tokens) {
   SamplingParams sampling = options.sampling;
   sampling.max_tokens = options.max_tokens.value_or(default_max_tokens);
   if (sampling.min_tokens > sampling.max_tokens)
     throw_invalid("min_tokens", "'min_tokens' ({}) must not exceed max_tokens ({})", sampling.min_tokens,
                   sampling.max_tokens);
+  if (options.constraint) sampling.grammar = state.compile(*options.constraint);
   return sampling;
 }
 

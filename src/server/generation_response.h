@@ -29,8 +29,9 @@ struct ResponseShape {
 };
 
 // The shared first steps of completions and chat: the model name checked, the sampling
-// parameters with max_tokens resolved, the response's metadata.
-SamplingParams resolve_sampling(const GenerationOptions& options, int64_t default_max_tokens);
+// parameters with max_tokens resolved and the output constraint compiled, the response's metadata.
+SamplingParams resolve_sampling(const ServerState& state, const GenerationOptions& options,
+                                int64_t default_max_tokens);
 ResponseMeta response_meta(const ServerState& state, const GenerationOptions& options, const char* id_prefix);
 
 // The generation's engine error as the client sees it: 400 when the engine refused the request,

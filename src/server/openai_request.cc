@@ -72,17 +72,7 @@ void read_sampling(const Fields& f, SamplingParams& s) {
 void reject_unsupported(const Fields& f) {
   f.reject("logit_bias", "brisk does not bias logits");
   f.reject("use_beam_search", "brisk does not do beam search");
-  f.reject("guided_json", "brisk has no guided decoding");
-  f.reject("guided_regex", "brisk has no guided decoding");
-  f.reject("guided_choice", "brisk has no guided decoding");
-  f.reject("guided_grammar", "brisk has no guided decoding");
-  f.reject("structured_outputs", "brisk has no guided decoding");
   f.reject("logits_processors", "brisk has no custom logits processors");
-  if (const Json* format = f.get("response_format")) {
-    if (!format->is_object() || format->value("type", Json()) != "text")
-      throw_invalid("response_format", "'response_format' other than {{\"type\": \"text\"}} is not supported: "
-                    "brisk has no structured output");
-  }
 }
 
 // min_max_tokens: 0 where the endpoint can score a prompt without generating (completions).
@@ -91,6 +81,7 @@ GenerationOptions read_options(const Fields& f, int64_t min_max_tokens) {
   o.model = f.string("model").value_or("");
   read_sampling(f, o.sampling);
   reject_unsupported(f);
+  o.constraint = read_output_constraint(f);
   o.max_tokens = f.integer("max_tokens", min_max_tokens, std::numeric_limits<int32_t>::max());
   o.stream = f.boolean("stream").value_or(false);
   if (auto prompt_logprobs = f.integer("prompt_logprobs", 0, kMaxTopLogprobs)) {
@@ -264,11 +255,11 @@ ChatRequest parse_chat_request(std::string_view body) {
   f.reject("function_call", "use 'tools'");
   f.reject("audio", "brisk generates text only");
   f.reject("prediction", "brisk has no predicted outputs");
-  if (const Json* choice = f.get("tool_choice")) {
-    if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
-      throw_invalid("tool_choice", "'tool_choice' other than \"none\" or \"auto\" is not supported: brisk cannot "
-                    "force a tool call");
-    r.tool_choice = choice->get<std::string>();
+  if (const Json* choice = f.get("tool_choice")) r.tool_choice = read_chat_tool_choice(*choice);
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
+  if (r.tool_choice.forced()) {
+    check_single_constraint(r.options.constraint, "tool_choice");
+    r.options.constraint = tool_choice_constraint(r.tool_choice, r.tools, r.parallel_tool_calls);
   }
   if (const Json* modalities = f.get("modalities")) {
     if (*modalities != Json::array({"text"}))

@@ -2,8 +2,9 @@
 // no tokenizer), so they are unit-tested and fuzzed on their own. Every problem throws ApiError
 // (400 naming the field) and nothing else: malformed JSON, wrong types, values out of range, and
 // fields brisk does not support that would change what the client gets (suffix, logit_bias,
-// guided decoding, ...). Unknown fields are ignored, as vLLM does, so clients that send extras
-// keep working.
+// ...). Unknown fields are ignored, as vLLM does, so clients that send extras keep working.
+// Structured output (response_format, guided_*, structured_outputs, a forced tool_choice) is
+// converted to a grammar here: output_constraint.h, tool_choice.h.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "brisk/engine.h"
+#include "server/output_constraint.h"
+#include "server/tool_choice.h"
 
 namespace brisk::server {
 
@@ -29,6 +32,8 @@ struct GenerationOptions {
   bool stream = false;
   bool include_usage = false;        // stream_options.include_usage
   bool logprobs = false;             // report the chosen tokens' logprobs
+  // Structured output: what the output must follow (the server compiles it into sampling.grammar).
+  std::optional<OutputConstraint> constraint;
 };
 
 // A completions prompt: text, or token ids.
@@ -46,7 +51,9 @@ struct ChatRequest {
   // joined), other keys (name, tool_calls, tool_call_id) kept.
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;  // null or a list
-  std::string tool_choice = "auto";  // "auto" or "none"
+  // A forced choice (required, a named function) also sets options.constraint.
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
   bool add_generation_prompt = true;
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
 };

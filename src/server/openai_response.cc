@@ -141,7 +141,8 @@ Json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& ch
     message["tool_calls"] = std::move(calls);
     list.push_back({{"index", i}, {"message", std::move(message)},
                     {"logprobs", meta.logprobs ? chat_logprobs(meta, c) : Json(nullptr)},
-                    {"finish_reason", chat_finish_reason(c.finish_reason, !m.tool_calls.empty())},
+                    {"finish_reason",
+                     chat_finish_reason(c.finish_reason, !m.tool_calls.empty() && !meta.named_tool_choice)},
                     {"stop_reason", stop_reason_json(c)}});
   }
   Json body = envelope(meta, "chat.completion", std::move(list));
@@ -173,7 +174,7 @@ Json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& del
   }
   Json choice = {{"index", index}, {"delta", std::move(out)},
                  {"logprobs", meta.logprobs && !delta.tokens.empty() ? chat_logprobs(meta, delta) : Json(nullptr)},
-                 {"finish_reason", chat_finish_reason(delta.finish_reason, tool_calls)},
+                 {"finish_reason", chat_finish_reason(delta.finish_reason, tool_calls && !meta.named_tool_choice)},
                  {"stop_reason", stop_reason_json(delta)}};
   Json body = envelope(meta, "chat.completion.chunk", Json::array({std::move(choice)}));
   if (meta.usage_in_chunks) body["usage"] = nullptr;

@@ -50,6 +50,9 @@ struct ResponseMeta {
   std::optional<int32_t> prompt_logprobs;  // the request's prompt_logprobs: vLLM's field in the response
   bool usage_in_chunks = false;  // stream_options.include_usage: every chunk has "usage" (null)
   bool reasoning = false;        // chat messages carry "reasoning_content"
+  // tool_choice named a function: the finish reason after its call stays "stop", as OpenAI and
+  // vLLM report it ("tool_calls" is for calls the model chose to make).
+  bool named_tool_choice = false;
 };
 
 // "prefix-" (or "prefix_", Anthropic's style) and 24 random hex digits.
@@ -68,7 +71,8 @@ nlohmann::json completion_chunk(const ResponseMeta& meta, int64_t index, const C
 nlohmann::json chat_response(const ResponseMeta& meta, const std::vector<ChoiceOutput>& choices,
                              const std::vector<ChatMessage>& messages, const Usage& usage);
 // `delta`: the choice's new tokens (their logprobs) and its finish; `message`: what its text adds,
-// parsed; `tool_calls`: the choice has made tool calls (its finish reason is then "tool_calls").
+// parsed; `tool_calls`: the choice has made tool calls (its finish reason is then "tool_calls",
+// unless meta.named_tool_choice).
 // `with_role`: the choice's first chunk carries {"role": "assistant"}.
 nlohmann::json chat_chunk(const ResponseMeta& meta, int64_t index, const ChoiceOutput& delta, const ChatDelta& message,
                           bool tool_calls, bool with_role);

@@ -13,21 +13,29 @@ using Json = nlohmann::ordered_json;
 // Deeper documents are rejected while parsing: copying, dumping and destroying JSON recurse.
 constexpr int kMaxDepth = 64;
 
+// `what` names the text in errors ("the request body", "'guided_json'"), `param` the field.
+Json parse_limited(std::string_view text, const std::string& what, const std::string& param) {
+  auto limit_depth = [&](int depth, Json::parse_event_t, Json&) {
+    if (depth > kMaxDepth) throw_invalid(param, "{} nests deeper than {} levels", what, kMaxDepth);
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), limit_depth);
+  } catch (const Json::exception& e) {
+    throw_invalid(param, "{} is not valid JSON: {}", what, e.what());
+  }
+}
+
 }  // namespace
 
 Json parse_request_body(std::string_view body) {
-  auto limit_depth = [](int depth, Json::parse_event_t, Json&) {
-    if (depth > kMaxDepth) throw_invalid("", "the request body nests deeper than {} levels", kMaxDepth);
-    return true;
-  };
-  Json j;
-  try {
-    j = Json::parse(body.begin(), body.end(), limit_depth);
-  } catch (const Json::exception& e) {
-    throw_invalid("", "the request body is not valid JSON: {}", e.what());
-  }
+  Json j = parse_limited(body, "the request body", "");
   if (!j.is_object()) throw_invalid("", "the request body must be a JSON object, got {}", describe_json(j));
   return j;
+}
+
+Json parse_json_field(std::string_view text, const std::string& param) {
+  return parse_limited(text, "'" + param + "'", param);
 }
 
 const Json* Fields::get(const char* key) const {

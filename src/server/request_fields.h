@@ -14,6 +14,9 @@ namespace brisk::server {
 // The body as a JSON object; malformed JSON, other values and documents nested deeper than 64
 // levels are rejected.
 nlohmann::ordered_json parse_request_body(std::string_view body);
+// JSON text inside a field (a schema sent as a string): malformed or nested deeper than the body
+// may be, it is a 400 naming `param`.
+nlohmann::ordered_json parse_json_field(std::string_view text, const std::string& param);
 
 // The fields of one JSON object; an absent field and null mean "not given". `prefix` names
 // nested objects in errors ("stream_options.").

@@ -173,26 +173,39 @@ void reject_unsupported(const Fields& f) {
   f.reject("max_tool_calls", "brisk does not limit tool calls");
   if (f.integer("top_logprobs", 0, kMaxTopLogprobs).value_or(0) > 0)
     throw_invalid("top_logprobs", "'top_logprobs' is not supported on /v1/responses (use /v1/chat/completions)");
-  if (const Json* text = f.get("text")) {
-    if (!text->is_object())
-      throw_invalid("text", "'text' must be an object like {{\"format\": {{\"type\": \"text\"}}}}");
-    Fields t(*text, "text.");
-    const Json* format = t.get("format");
-    if (format && (!format->is_object() || format->value("type", Json()) != "text"))
-      throw_invalid("text.format", "'text.format' other than {{\"type\": \"text\"}} is not supported: brisk has no "
-                    "structured output");
-    t.string("verbosity");
+}
+
+void read_text(const Fields& f, ResponsesRequest& r) {
+  const Json* text = f.get("text");
+  if (!text) return;
+  if (!text->is_object()) throw_invalid("text", "'text' must be an object like {{\"format\": {{\"type\": \"text\"}}}}");
+  Fields t(*text, "text.");
+  t.string("verbosity");
+  const Json* format = t.get("format");
+  if (!format) return;
+  r.chat.options.constraint = read_text_format(*format);
+  r.text_format = *format;
+}
+
+// "none", "auto", "required" or {"type": "function", "name": ...}.
+void read_tool_choice(const Fields& f, ResponsesRequest& r) {
+  const Json* choice = f.get("tool_choice");
+  if (!choice) return;
+  if (*choice == "none" || *choice == "auto" || *choice == "required") {
+    r.chat.tool_choice = read_chat_tool_choice(*choice);
+  } else {
+    const std::string type = choice->is_object() ? choice->value("type", "") : "";
+    if (type != "function" || !choice->contains("name") || !(*choice)["name"].is_string())
+      throw_invalid("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                    "{{\"type\": \"function\", \"name\": ...}}, got {}", describe_json(*choice));
+    r.chat.tool_choice = {ToolChoice::Mode::kFunction, (*choice)["name"].get<std::string>()};
   }
+  r.tool_choice = *choice;
 }
 
 void read_settings(const Fields& f, ResponsesRequest& r) {
-  if (const Json* choice = f.get("tool_choice")) {
-    if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
-      throw_invalid("tool_choice", "'tool_choice' other than \"none\" or \"auto\" is not supported: brisk cannot "
-                    "force a tool call");
-    r.chat.tool_choice = choice->get<std::string>();
-  }
-  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
+  read_tool_choice(f, r);
+  r.chat.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
   if (const Json* metadata = f.get("metadata")) {
     if (!metadata->is_object()) throw_invalid("metadata", "'metadata' must be an object of strings");
     r.metadata = *metadata;
@@ -227,6 +240,11 @@ ResponsesRequest parse_responses_request(std::string_view body) {
   r.chat.messages = read_input(f, r.instructions);
   read_tools(f, r);
   read_settings(f, r);
+  read_text(f, r);
+  if (r.chat.tool_choice.forced()) {
+    check_single_constraint(r.chat.options.constraint, "tool_choice");
+    r.chat.options.constraint = tool_choice_constraint(r.chat.tool_choice, r.chat.tools, r.chat.parallel_tool_calls);
+  }
   return r;
 }
 

@@ -2,8 +2,9 @@
 // response object echoes. Pure, like openai_request.h: every problem throws ApiError (400
 // naming the field). brisk keeps no responses, so what needs server-side state is refused
 // (previous_response_id, conversation, background, item references), as are tools other than
-// functions and structured output; settings that change nothing here (store, include,
-// reasoning effort, metadata) are accepted.
+// functions; settings that change nothing here (store, include, reasoning effort, metadata) are
+// accepted. Structured output: text.format (json_schema, json_object) and a forced tool_choice
+// ("required", {"type": "function", "name": ...}) set chat.options.constraint.
 #pragma once
 
 #include <optional>
@@ -23,10 +24,11 @@ struct ResponsesRequest {
   // Echoed in the response object as the client sent them.
   std::optional<std::string> instructions;
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // Responses' shape
+  nlohmann::ordered_json tool_choice = "auto";                        // Responses' shape
+  nlohmann::ordered_json text_format = {{"type", "text"}};
   nlohmann::ordered_json metadata;   // null or an object
   nlohmann::ordered_json reasoning;  // null or an object ({"effort": ...}: no effect here)
   std::optional<std::string> user;
-  bool parallel_tool_calls = true;
   std::string truncation = "disabled";
 };
 

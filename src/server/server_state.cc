@@ -8,6 +8,7 @@ namespace brisk::server {
 ServerState::ServerState(Engine& engine, std::string model_name, const std::filesystem::path& model_dir,
                          const ChatParsing& parsing)
     : engine_(engine), model_name_(std::move(model_name)), tokenizer_(Tokenizer::from_folder_if_any(model_dir)) {
+  if (tokenizer_) grammars_ = std::make_unique<CompiledGrammarCache>(*tokenizer_, engine_.eos_token_ids());
   try {
     chat_ = ChatPrompt::from_folder(model_dir);
   } catch (const Error& e) {
@@ -65,12 +66,35 @@ std::vector<int32_t> ServerState::encode_chat(const ChatRequest& chat, bool add_
   return need_tokenizer("messages").encode(render_chat(chat), add_special_tokens);
 }
 
+std::shared_ptr<const grammar::CompiledGrammar> ServerState::compile(const OutputConstraint& constraint) const {
+  if (!grammars_)
+    throw_invalid(constraint.param, "'{}' needs the model's tokenizer to constrain the output, and the model folder "
+                  "has none", constraint.param);
+  try {
+    return grammars_->get(constraint);
+  } catch (const Error& e) {
+    throw_invalid(constraint.param, "'{}' does not compile to a grammar brisk can follow: {}", constraint.param,
+                  e.what());
+  }
+}
+
 ChatOutputOptions ServerState::chat_output(const ChatRequest& chat, std::string_view rendered_prompt) const {
   ChatOutputOptions options;
-  // As vLLM: tool calls are parsed when the request offers tools and lets the model choose.
-  if (!chat.tools.is_null() && chat.tool_choice != "none") options.tool_calls = tool_call_format_;
-  options.reasoning = reasoning_;
-  options.reasoning_open = reasoning_ && prompt_opens_reasoning(rendered_prompt);
+  const ToolChoice& choice = chat.tool_choice;
+  if (choice.forced()) {
+    // The grammar makes the output the calls themselves, whatever the model's own format; ids
+    // still follow it (Mistral's templates check them in the next turn).
+    options.tool_call_ids = tool_call_format_ ? tool_call_ids_of(*tool_call_format_) : ToolCallIds::kOpenAI;
+    if (choice.mode == ToolChoice::Mode::kRequired) options.tool_calls = ToolCallFormat::kJsonArray;
+    else options.named_tool = choice.function;
+  } else if (!chat.tools.is_null() && choice.mode != ToolChoice::Mode::kNone) {
+    // As vLLM: tool calls are parsed when the request offers tools and lets the model choose.
+    options.tool_calls = tool_call_format_;
+  }
+  // The engine applies a grammar from the first token on: a constrained output holds no
+  // reasoning to split off (and a prompt that opened <think> would make all of it reasoning).
+  options.reasoning = reasoning_ && !chat.options.constraint;
+  options.reasoning_open = options.reasoning && prompt_opens_reasoning(rendered_prompt);
   return options;
 }
 

@@ -1,6 +1,6 @@
 // What every endpoint handler shares: the engine, the model's tokenizer and chat template, the
-// metrics, the event pump, and the set of engine requests in flight (shutdown cancels them).
-// Thread-safe: handlers run on several Asio threads.
+// compiled structured-output grammars, the metrics, the event pump, and the set of engine
+// requests in flight (shutdown cancels them). Thread-safe: handlers run on several Asio threads.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include "brisk/engine.h"
 #include "server/chat_output/chat_output.h"
+#include "server/compiled_grammar_cache.h"
 #include "server/event_pump.h"
 #include "server/openai_request.h"
 #include "server/server_metrics.h"
@@ -55,6 +56,10 @@ class ServerState {
   // The chat's prompt ids: the chat template rendered, then tokenized without added specials
   // (the template holds BOS), as transformers' apply_chat_template(tokenize=True) does.
   std::vector<int32_t> encode_chat(const ChatRequest& chat, bool add_special_tokens = false) const;
+  // A request's structured-output constraint compiled against the model's vocabulary, shared
+  // with the earlier requests of the same constraint. 400 naming the constraint's field when the
+  // folder has no tokenizer or the grammar does not compile.
+  std::shared_ptr<const grammar::CompiledGrammar> compile(const OutputConstraint& constraint) const;
   // How this chat's output is parsed, given its rendered prompt.
   ChatOutputOptions chat_output(const ChatRequest& chat, std::string_view rendered_prompt) const;
   std::optional<ToolCallFormat> tool_call_format() const { return tool_call_format_; }
@@ -75,6 +80,7 @@ class ServerState {
   Engine& engine_;
   std::string model_name_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<CompiledGrammarCache> grammars_;  // with a tokenizer
   std::optional<ChatPrompt> chat_;
   std::string no_chat_reason_;  // why chat_ is empty
   std::optional<ToolCallFormat> tool_call_format_;

@@ -106,8 +106,9 @@ def test_errors_are_anthropic_shaped(server):
             {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "http://x/y.png"}}]}])
     assert e.value.body["type"] == "error" and e.value.body["error"]["type"] == "invalid_request_error"
     assert "image" in e.value.body["error"]["message"]
-    with pytest.raises(anthropic.BadRequestError, match="force a tool call"):
-        client.messages.create(model="tiny", max_tokens=5, messages=ASK, tools=[TOOL], tool_choice={"type": "any"})
+    with pytest.raises(anthropic.BadRequestError, match="not among 'tools'"):
+        client.messages.create(model="tiny", max_tokens=5, messages=ASK, tools=[TOOL],
+                               tool_choice={"type": "tool", "name": "unknown"})
     with pytest.raises(anthropic.BadRequestError, match="server tools"):
         client.messages.create(model="tiny", max_tokens=5, messages=ASK,
                                tools=[{"type": "web_search_20250305", "name": "web_search"}])

@@ -219,8 +219,9 @@ def test_cut_by_max_output_tokens_is_incomplete(answering):
     ({"tools": [{"type": "web_search"}]}, "tools[0].type", "web_search"),
     ({"tools": [WEATHER_TOOL, {"type": "file_search", "vector_store_ids": ["vs_1"]}]}, "tools[1].type", "file_search"),
     ({"background": True}, "background", "foreground"),
-    ({"tool_choice": "required"}, "tool_choice", "cannot force"),
-    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {}}}}, "text.format", "structured output"),
+    ({"tool_choice": "required"}, "tool_choice", "needs 'tools'"),
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "frog"}}}}, "text.format.schema",
+     "frog"),
     ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type", "keeps no items"),
     ({"max_output_tokens": 100_000}, "max_output_tokens", "lower max_output_tokens"),
 ])

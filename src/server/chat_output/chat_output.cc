@@ -4,7 +4,9 @@ namespace brisk::server {
 
 ChatOutputParser::ChatOutputParser(const ChatOutputOptions& options) {
   if (options.reasoning) reasoning_.emplace(options.reasoning_open);
-  if (options.tool_calls) tools_.emplace(*options.tool_calls);
+  if (options.tool_calls) tools_.emplace(*options.tool_calls, options.tool_call_ids);
+  if (!options.named_tool.empty())
+    named_.emplace(options.named_tool, options.tool_call_ids.value_or(ToolCallIds::kOpenAI));
 }
 
 ChatDelta ChatOutputParser::feed(std::string_view text) {
@@ -27,6 +29,10 @@ ChatDelta ChatOutputParser::feed(std::string_view text, bool last) {
 ChatDelta ChatOutputParser::route(ReasoningStep step, bool end) {
   ChatDelta delta;
   delta.reasoning = std::move(step.reasoning);
+  if (named_) {
+    delta.tool_calls = named_->feed(step.content).calls;
+    return delta;
+  }
   if (!tools_) {
     delta.content = std::move(step.content);
     return delta;
@@ -52,8 +58,12 @@ ChatMessage parse_chat_output(const ChatOutputOptions& options, std::string_view
     message.reasoning = first.reasoning + last.reasoning;
     content = first.content + last.content;
   }
-  if (options.tool_calls) {
-    ParsedToolCalls parsed = parse_tool_calls(*options.tool_calls, content);
+  if (!options.named_tool.empty()) {
+    message.tool_calls = parse_named_tool_call(options.named_tool,
+                                               options.tool_call_ids.value_or(ToolCallIds::kOpenAI), content);
+    if (message.tool_calls.empty()) message.content = std::move(content);
+  } else if (options.tool_calls) {
+    ParsedToolCalls parsed = parse_tool_calls(*options.tool_calls, content, options.tool_call_ids);
     message.content = std::move(parsed.content);
     message.tool_calls = std::move(parsed.calls);
   } else {

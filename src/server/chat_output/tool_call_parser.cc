@@ -23,7 +23,8 @@ std::string_view start_marker(ToolCallFormat format) {
     case ToolCallFormat::kHermes: return "<tool_call>";
     case ToolCallFormat::kMistral: return "[TOOL_CALLS]";
     case ToolCallFormat::kInternLM: return "<|action_start|><|plugin|>";
-    case ToolCallFormat::kLlama3Json: break;
+    case ToolCallFormat::kLlama3Json:
+    case ToolCallFormat::kJsonArray: break;
   }
   return {};
 }
@@ -36,10 +37,18 @@ std::string_view end_marker(ToolCallFormat format) {
   }
 }
 
-// OpenAI-style ids; Mistral's templates accept only 9 alphanumeric characters.
-std::string make_tool_call_id(ToolCallFormat format) {
+bool is_name_key(std::string_view key) { return key == "name"; }
+bool is_arguments_key(std::string_view key) { return key == "arguments" || key == "parameters"; }
+
+}  // namespace
+
+ToolCallIds tool_call_ids_of(ToolCallFormat format) {
+  return format == ToolCallFormat::kMistral ? ToolCallIds::kMistral : ToolCallIds::kOpenAI;
+}
+
+std::string make_tool_call_id(ToolCallIds ids) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  if (format == ToolCallFormat::kMistral) {
+  if (ids == ToolCallIds::kMistral) {
     constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     std::string id(9, ' ');
     for (char& c : id) c = kAlphabet[rng() % kAlphabet.size()];
@@ -47,11 +56,6 @@ std::string make_tool_call_id(ToolCallFormat format) {
   }
   return fmt::format("call_{:016x}{:08x}", rng(), static_cast<uint32_t>(rng()));
 }
-
-bool is_name_key(std::string_view key) { return key == "name"; }
-bool is_arguments_key(std::string_view key) { return key == "arguments" || key == "parameters"; }
-
-}  // namespace
 
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name) {
   if (name == "hermes") return ToolCallFormat::kHermes;
@@ -67,6 +71,7 @@ std::string_view tool_call_format_name(ToolCallFormat format) {
     case ToolCallFormat::kLlama3Json: return "llama3_json";
     case ToolCallFormat::kMistral: return "mistral";
     case ToolCallFormat::kInternLM: return "internlm";
+    case ToolCallFormat::kJsonArray: return "json_array";
   }
   return "?";
 }
@@ -173,7 +178,9 @@ bool ToolCallParser::advance_open(ToolCallStep& out) {
     mode_ = Mode::kObject;
     return true;
   }
-  if (format_ == ToolCallFormat::kMistral && !in_array_ && c == '[') {
+  const bool arrays = format_ == ToolCallFormat::kMistral || format_ == ToolCallFormat::kJsonArray;
+  if (arrays && !in_array_ && c == '[') {
+    unconfirmed_ += buffer_.substr(0, first + 1);
     buffer_.erase(0, first + 1);
     in_array_ = true;
     return true;
@@ -183,7 +190,7 @@ bool ToolCallParser::advance_open(ToolCallStep& out) {
     mode_ = Mode::kMistralName;
     return true;
   }
-  if (in_array_ && c == ']') {
+  if (format_ == ToolCallFormat::kMistral && in_array_ && c == ']') {
     buffer_.erase(0, first + 1);
     mode_ = Mode::kContent;
     return true;
@@ -293,7 +300,7 @@ bool ToolCallParser::advance_after_object(ToolCallStep& out) {
     mode_ = Mode::kOpen;
     return true;
   }
-  if (format_ == ToolCallFormat::kMistral && in_array_) {
+  if ((format_ == ToolCallFormat::kMistral || format_ == ToolCallFormat::kJsonArray) && in_array_) {
     if (c == ',') {
       buffer_.erase(0, first + 1);
       mode_ = Mode::kOpen;
@@ -302,7 +309,8 @@ bool ToolCallParser::advance_after_object(ToolCallStep& out) {
     if (c == ']') {
       buffer_.erase(0, first + 1);
       in_array_ = false;
-      mode_ = Mode::kContent;
+      // json_array: the array is the whole output; only space may follow (dropped at the end).
+      if (format_ == ToolCallFormat::kMistral) mode_ = Mode::kContent;
       return true;
     }
   }
@@ -315,7 +323,7 @@ bool ToolCallParser::advance_after_object(ToolCallStep& out) {
 }
 
 void ToolCallParser::start_call(std::string name, ToolCallStep& out) {
-  ToolCall call{make_tool_call_id(format_), std::move(name), ""};
+  ToolCall call{make_tool_call_id(ids_), std::move(name), ""};
   out.calls.push_back({static_cast<int32_t>(calls_.size()), call.id, call.name, ""});
   calls_.push_back(std::move(call));
   unconfirmed_.clear();
@@ -354,8 +362,8 @@ void ToolCallParser::to_plain(ToolCallStep& out) {
   buffer_.clear();
 }
 
-ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text) {
-  ToolCallParser parser(format);
+ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text, std::optional<ToolCallIds> ids) {
+  ToolCallParser parser(format, ids);
   ToolCallStep first = parser.feed(text);
   ToolCallStep last = parser.finish();
   if (!parser.calls_valid() || parser.calls().empty()) return {std::string(text), {}};

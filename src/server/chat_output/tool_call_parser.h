@@ -5,6 +5,8 @@
 //                <|python_tag|>  (Llama 3.1-3.3)
 //   mistral      [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]  or  [TOOL_CALLS]name[ARGS]{...}
 //   internlm     <|action_start|><|plugin|>{"name": ..., "parameters": {...}}<|action_end|>  (InternLM2)
+// and the JSON array [{"name": ..., "parameters": {...}}, ...] as the whole output, which
+// tool_choice "required" makes any model write (tool_choice.h; no parser name).
 // A call's name is reported once it is complete, its arguments (JSON text, as the model wrote
 // it) as they arrive. Text before a call, trimmed at its end, is content.
 #pragma once
@@ -17,7 +19,7 @@
 
 namespace brisk::server {
 
-enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kInternLM };
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kInternLM, kJsonArray };
 
 std::optional<ToolCallFormat> tool_call_format_named(std::string_view name);
 std::string_view tool_call_format_name(ToolCallFormat format);
@@ -25,6 +27,12 @@ std::string_view tool_call_format_name(ToolCallFormat format);
 std::optional<ToolCallFormat> detect_tool_call_format(std::string_view chat_template);
 // Formats whose markers are special tokens: the output text must keep special tokens.
 bool tool_call_format_needs_special_tokens(ToolCallFormat format);
+
+// How call ids look: OpenAI's "call_" and 24 hex digits, or the 9 alphanumerics that Mistral's
+// chat templates accept (when the calls come back in the next turn).
+enum class ToolCallIds { kOpenAI, kMistral };
+ToolCallIds tool_call_ids_of(ToolCallFormat format);
+std::string make_tool_call_id(ToolCallIds ids);
 
 struct ToolCall {
   std::string id;
@@ -46,7 +54,9 @@ struct ToolCallStep {
 
 class ToolCallParser {
  public:
-  explicit ToolCallParser(ToolCallFormat format) : format_(format) {}
+  // `ids`: unset, the format's own.
+  explicit ToolCallParser(ToolCallFormat format, std::optional<ToolCallIds> ids = std::nullopt)
+      : format_(format), ids_(ids.value_or(tool_call_ids_of(format))) {}
 
   // What `text`, appended to the output, makes final.
   ToolCallStep feed(std::string_view text);
@@ -85,7 +95,10 @@ class ToolCallParser {
   void to_plain(ToolCallStep& out);
 
   ToolCallFormat format_;
-  Mode mode_ = format_ == ToolCallFormat::kLlama3Json ? Mode::kLeading : Mode::kContent;
+  ToolCallIds ids_;
+  Mode mode_ = format_ == ToolCallFormat::kLlama3Json ? Mode::kLeading
+               : format_ == ToolCallFormat::kJsonArray ? Mode::kOpen
+                                                        : Mode::kContent;
   std::string buffer_;             // received, not yet final
   // Markup read since the last call began (a start marker; llama3_json's leading space and
   // <|python_tag|>): content after all if no call follows.
@@ -94,7 +107,7 @@ class ToolCallParser {
   bool call_open_ = false;         // calls_.back() is still receiving arguments
   size_t arguments_sent_ = 0;      // of the open call
   bool arguments_are_object_ = false;  // mistral's [ARGS] form: the whole object is the arguments
-  bool in_array_ = false;          // mistral's [...] form
+  bool in_array_ = false;          // mistral's [...] form, json_array's array
   bool calls_valid_ = true;
 };
 
@@ -103,6 +116,7 @@ struct ParsedToolCalls {
   std::vector<ToolCall> calls;
 };
 // A whole output. When a call does not parse, the whole output is content, as vLLM returns it.
-ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text);
+ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text,
+                                 std::optional<ToolCallIds> ids = std::nullopt);
 
 }  // namespace brisk::server

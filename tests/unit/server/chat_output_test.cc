@@ -230,5 +230,65 @@ TEST(Reasoning, ToolCallsInTheAnswerOnly) {
   expect_calls(m.tool_calls, {{"f", {{"a", 1}}}});
 }
 
+// tool_choice "required": the grammar makes the output a JSON array of {"name", "parameters"}.
+TEST(ToolCalls, JsonArrayOfRequiredCalls) {
+  ChatMessage m = tools(ToolCallFormat::kJsonArray,
+                        "[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}},\n "
+                        "{\"name\": \"get_time\", \"parameters\": {}}]");
+  EXPECT_EQ(m.content, "");
+  expect_calls(m.tool_calls, {{"get_weather", {{"city", "Paris"}}}, {"get_time", nlohmann::json::object()}});
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city": "Paris"})");
+  EXPECT_TRUE(m.tool_calls[0].id.starts_with("call_"));
+  m = tools(ToolCallFormat::kJsonArray, "[{\"name\":\"f\",\"parameters\":{\"a\":[1]}}]");
+  expect_calls(m.tool_calls, {{"f", {{"a", {1}}}}});
+}
+
+TEST(ToolCalls, JsonArrayThatIsNotCallsIsContent) {
+  // Cut off by max_tokens inside a call, or (without the grammar) anything else.
+  for (const char* text : {"[{\"name\": \"f\", \"parameters\": {\"a\": 1", "[1, 2]", "[]", "{\"a\": 1}",
+                           "plain text", "[{\"parameters\": {}, \"x\": 1}]"}) {
+    ChatMessage m = parse_chat_output(tool_options(ToolCallFormat::kJsonArray), text);
+    EXPECT_EQ(m.content, text);
+    EXPECT_TRUE(m.tool_calls.empty()) << text;
+  }
+}
+
+TEST(ToolCalls, MistralIdsForForcedCallsOfMistralModels) {
+  ChatOutputOptions options = tool_options(ToolCallFormat::kJsonArray);
+  options.tool_call_ids = ToolCallIds::kMistral;
+  ChatMessage m = parse_everywhere(options, "[{\"name\": \"f\", \"parameters\": {}}]");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].id.size(), 9u);
+}
+
+// A named tool_choice: the grammar makes the whole output the function's arguments.
+TEST(ToolCalls, NamedToolChoiceMakesTheOutputOneCall) {
+  ChatOutputOptions options;
+  options.named_tool = "get_weather";
+  ChatMessage m = parse_everywhere(options, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(m.content, "");
+  expect_calls(m.tool_calls, {{"get_weather", {{"city", "Paris"}}}});
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city": "Paris"})");
+  // Cut off by max_tokens: the arguments so far, as vLLM returns them.
+  m = parse_everywhere(options, "{\"city\": \"Par");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"city\": \"Par");
+  // Nothing but space: no call.
+  m = parse_chat_output(options, " ");
+  EXPECT_TRUE(m.tool_calls.empty());
+  ChatOutputParser parser(options);
+  EXPECT_TRUE(parser.feed("  ").empty());
+  EXPECT_FALSE(parser.has_tool_calls());
+  ChatDelta first = parser.feed("{");
+  ASSERT_EQ(first.tool_calls.size(), 1u);
+  EXPECT_EQ(first.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(first.tool_calls[0].arguments, "  {");
+  EXPECT_TRUE(parser.has_tool_calls());
+  ChatDelta next = parser.feed("}");
+  ASSERT_EQ(next.tool_calls.size(), 1u);
+  EXPECT_TRUE(next.tool_calls[0].id.empty() && next.tool_calls[0].name.empty());
+  EXPECT_EQ(next.tool_calls[0].arguments, "}");
+}
+
 }  // namespace
 }  // namespace brisk::server

@@ -151,8 +151,9 @@ TEST(OpenAiRequest, ToolCallArgumentsReachTheTemplateAsObjects) {
       "tool_choice": "none"})");
   EXPECT_EQ(r.messages[0]["tool_calls"][0]["function"]["arguments"]["city"], "Oslo");
   EXPECT_EQ(r.messages[0]["tool_calls"][1]["function"]["arguments"]["n"], 1);
-  EXPECT_EQ(r.tool_choice, "none");
-  EXPECT_EQ(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}]})").tool_choice, "auto");
+  EXPECT_EQ(r.tool_choice.mode, ToolChoice::Mode::kNone);
+  EXPECT_EQ(parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}]})").tool_choice.mode,
+            ToolChoice::Mode::kAuto);
   for (const char* bad : {R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [
                               {"function": {"name": "w", "arguments": "{oops"}}]}]})",
                           R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]}]})",

@@ -43,8 +43,11 @@ TEST(ResponsesRequest, DefaultsMatchOpenAis) {
   EXPECT_FALSE(r.chat.options.stream);
   EXPECT_FALSE(r.instructions);
   EXPECT_TRUE(r.chat.tools.is_null());
-  EXPECT_EQ(r.chat.tool_choice, "auto");
-  EXPECT_TRUE(r.parallel_tool_calls);
+  EXPECT_EQ(r.chat.tool_choice.mode, ToolChoice::Mode::kAuto);
+  EXPECT_EQ(r.tool_choice, "auto");
+  EXPECT_EQ(r.text_format, Json::parse(R"({"type": "text"})"));
+  EXPECT_FALSE(r.chat.options.constraint);
+  EXPECT_TRUE(r.chat.parallel_tool_calls);
   EXPECT_EQ(r.truncation, "disabled");
 }
 
@@ -84,8 +87,9 @@ TEST(ResponsesRequest, FunctionToolsTakeChatsShapeAndAreEchoedAsSent) {
   EXPECT_EQ(r.chat.tools, Json::parse(R"([{"type": "function", "function": {"name": "get_weather",
     "description": "Weather", "parameters": {"type": "object"}}}])"));
   EXPECT_EQ(r.tools[0]["strict"], true);
-  EXPECT_EQ(r.chat.tool_choice, "none");
-  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_EQ(r.chat.tool_choice.mode, ToolChoice::Mode::kNone);
+  EXPECT_EQ(r.tool_choice, "none");
+  EXPECT_FALSE(r.chat.parallel_tool_calls);
 }
 
 TEST(ResponsesRequest, SettingsWithoutEffectHereAreAccepted) {
@@ -153,11 +157,32 @@ INSTANTIATE_TEST_SUITE_P(
                 R"({"input": "x", "tools": [{"type": "function", "function": {"name": "f"}}]})", "tools[0].name",
                 "required"},
         BadCase{"tool_choice_required", R"({"input": "x", "tool_choice": "required"})", "tool_choice",
-                "cannot force"},
+                "needs 'tools'"},
         BadCase{"tool_choice_named", R"({"input": "x", "tool_choice": {"type": "function", "name": "f"}})",
-                "tool_choice", "cannot force"},
-        BadCase{"json_schema", R"({"input": "x", "text": {"format": {"type": "json_schema", "schema": {}}}})",
-                "text.format", "structured output"},
+                "tool_choice", "needs 'tools'"},
+        BadCase{"tool_choice_unknown_function",
+                R"({"input": "x", "tools": [{"type": "function", "name": "g"}],
+                    "tool_choice": {"type": "function", "name": "f"}})", "tool_choice", "not among 'tools' (g)"},
+        BadCase{"tool_choice_chat_shaped",
+                R"({"input": "x", "tools": [{"type": "function", "name": "f"}],
+                    "tool_choice": {"type": "function", "function": {"name": "f"}}})", "tool_choice", "\"name\""},
+        BadCase{"tool_choice_allowed_tools", R"({"input": "x", "tool_choice": {"type": "allowed_tools"}})",
+                "tool_choice", "allowed_tools"},
+        BadCase{"json_schema_without_name",
+                R"({"input": "x", "text": {"format": {"type": "json_schema", "schema": {}}}})", "text.format.name",
+                "required"},
+        BadCase{"json_schema_without_schema",
+                R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n"}}})", "text.format.schema",
+                "required"},
+        BadCase{"json_schema_invalid",
+                R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n",
+                    "schema": {"type": "object", "properties": {"a": {"type": "frog"}}}}}})", "text.format.schema",
+                "/properties/a"},
+        BadCase{"text_format_unknown", R"({"input": "x", "text": {"format": {"type": "xml"}}})", "text.format.type",
+                "xml"},
+        BadCase{"text_format_and_tool_choice",
+                R"({"input": "x", "tools": [{"type": "function", "name": "f"}], "tool_choice": "required",
+                    "text": {"format": {"type": "json_object"}}})", "tool_choice", "'text.format' and 'tool_choice'"},
         BadCase{"truncation", R"({"input": "x", "truncation": "sometimes"})", "truncation", "disabled"},
         BadCase{"max_output_tokens_zero", R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens", "[1, "},
         BadCase{"top_p_zero", R"({"input": "x", "top_p": 0})", "top_p", "(0, 1]"},
