@@ -69,8 +69,17 @@ ChatMessage parse_everywhere(const ChatOutputOptions& options, std::string_view 
   return whole;
 }
 
-ChatOutputOptions tool_options(ToolCallFormat format) { return {format, false, false}; }
-ChatOutputOptions reasoning_options(bool open) { return {std::nullopt, true, open}; }
+ChatOutputOptions tool_options(ToolCallFormat format) {
+  ChatOutputOptions o;
+  o.tool_calls = format;
+  return o;
+}
+ChatOutputOptions reasoning_options(bool open) {
+  ChatOutputOptions o;
+  o.reasoning = true;
+  o.reasoning_open = open;
+  return o;
+}
 
 ChatMessage tools(ToolCallFormat format, std::string_view text) {
   return parse_everywhere(tool_options(format), text);
@@ -222,7 +231,9 @@ TEST(Reasoning, PromptThatOpensThinking) {
 }
 
 TEST(Reasoning, ToolCallsInTheAnswerOnly) {
-  ChatMessage m = parse_everywhere({ToolCallFormat::kHermes, true, false},
+  ChatOutputOptions options = tool_options(ToolCallFormat::kHermes);
+  options.reasoning = true;
+  ChatMessage m = parse_everywhere(options,
                                    "<think>maybe <tool_call>{\"name\": \"x\"}</tool_call></think>\n"
                                    "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>");
   EXPECT_EQ(m.reasoning, "maybe <tool_call>{\"name\": \"x\"}</tool_call>");
