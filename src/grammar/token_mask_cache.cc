@@ -120,15 +120,25 @@ void TokenMaskCache::classify(const ParserItem& start, std::span<const Site> con
 }
 
 std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, std::span<const Site> context) {
-  // First-byte ranges of about equal token counts, one per thread; results joined in byte order.
-  const int32_t num_tokens = vocab_.first_byte_begin(256) - vocab_.first_byte_begin(0);
-  const int num_threads = int(std::clamp<int64_t>(num_tokens / kMinTokensPerThread, 1,
+  // Only tokens whose first byte the position takes cost a walk: first-byte ranges of about
+  // equal numbers of them, one per thread (none where too few), joined in byte order.
+  EarleyParser probe(grammar_);
+  probe.reset_to_item(start, context);
+  std::vector<int64_t> live_before(257, 0);  // walked tokens with a first byte below b
+  for (int b = 0; b < 256; ++b) {
+    int64_t live = 0;
+    if (vocab_.first_byte_begin(b + 1) > vocab_.first_byte_begin(b) && probe.advance(uint8_t(b))) {
+      probe.pop(1);
+      live = vocab_.first_byte_begin(b + 1) - vocab_.first_byte_begin(b);
+    }
+    live_before[b + 1] = live_before[b] + live;
+  }
+  const int64_t num_live = live_before[256];
+  const int num_threads = int(std::clamp<int64_t>(num_live / kMinTokensPerThread, 1,
                                                   std::max(1u, std::thread::hardware_concurrency())));
   std::vector<int> bounds{0};
   for (int b = 1; b < 256 && int(bounds.size()) < num_threads; ++b)
-    if (int64_t(vocab_.first_byte_begin(b) - vocab_.first_byte_begin(0)) * num_threads >=
-        int64_t(num_tokens) * int64_t(bounds.size()))
-      bounds.push_back(b);
+    if (live_before[b] * num_threads >= num_live * int64_t(bounds.size())) bounds.push_back(b);
   bounds.push_back(256);
   std::vector<Classified> parts(bounds.size() - 1);
   std::vector<std::future<void>> running;
