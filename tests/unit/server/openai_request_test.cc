@@ -7,20 +7,10 @@
 
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "unit/server/api_error_test_util.h"
 
 namespace brisk::server {
 namespace {
-
-template <typename Fn>
-ApiError catch_api_error(Fn fn) {
-  try {
-    fn();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "", "", "", "");
-}
 
 TEST(OpenAiRequest, ChatMapsEveryParameter) {
   ChatRequest r = parse_chat_request(R"({

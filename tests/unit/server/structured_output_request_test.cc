@@ -13,6 +13,7 @@
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/responses_request.h"
+#include "unit/server/api_error_test_util.h"
 
 namespace brisk::server {
 namespace {
@@ -32,17 +33,6 @@ OutputConstraint chat_constraint(const std::string& fields) {
 
 // The grammar of a constraint, written as EBNF and read back: equal texts, equal languages.
 std::string grammar_text(const OutputConstraint& c) { return c.grammar ? c.grammar->to_string() : ""; }
-
-template <typename Fn>
-ApiError catch_api_error(Fn fn) {
-  try {
-    fn();
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ApiError thrown";
-  return ApiError(0, "", "", "", "");
-}
 
 const char* kSchema = R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})";
 
