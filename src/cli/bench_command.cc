@@ -108,13 +108,8 @@ int run_latency(LatencyArgs& args) {
 // --json-schema: the schema with compact separators, over the workload's tokenizer.
 std::shared_ptr<const grammar::CompiledGrammar> compile_schema(const ThroughputArgs& args, const Engine& engine) {
   const std::string& folder = args.workload.tokenizer.empty() ? args.engine.model_dir : args.workload.tokenizer;
-  const auto tokenizer = Tokenizer::from_folder(folder);
-  // A stand-in tokenizer (--tokenizer for a folder without one) may lack the model's eos ids: the
-  // grammar then has no stop token and its outputs end by length.
-  std::vector<int32_t> stop_ids;
-  for (int32_t id : engine.eos_token_ids())
-    if (id < tokenizer->vocab_size()) stop_ids.push_back(id);
-  auto vocab = std::make_shared<grammar::TokenVocab>(grammar::TokenVocab::from_tokenizer(*tokenizer, stop_ids));
+  auto vocab = std::make_shared<grammar::TokenVocab>(
+      grammar::TokenVocab::from_tokenizer(*Tokenizer::from_folder(folder), engine.eos_token_ids()));
   const grammar::Grammar g = grammar::json_schema_to_grammar(read_text_file(args.json_schema), {.any_whitespace = false});
   return std::make_shared<grammar::CompiledGrammar>(g, std::move(vocab));
 }

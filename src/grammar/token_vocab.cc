@@ -101,7 +101,8 @@ TokenVocab TokenVocab::from_tokenizer(const Tokenizer& tokenizer,
   }
   std::vector<int32_t> stops;
   if (stop_ids) {
-    stops = *stop_ids;
+    for (int32_t id : *stop_ids)
+      if (id >= 0 && id < size) stops.push_back(id);
   } else if (tokenizer.eos_token_id()) {
     stops.push_back(*tokenizer.eos_token_id());
   }

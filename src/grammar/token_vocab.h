@@ -30,7 +30,9 @@ class TokenVocab {
 
   // From brisk's tokenizer: pieces by id_to_token, the encoding guessed from the vocabulary
   // ("<0x0A>" present: byte fallback; "Ġ" present: byte level), special tokens by
-  // is_special, stop tokens by `stop_ids` or else the EOS token.
+  // is_special, stop tokens by `stop_ids` (those past the tokenizer's vocabulary, a model's
+  // padded embedding rows or eos ids a stand-in tokenizer lacks, have no text and are left out)
+  // or else the EOS token.
   static TokenVocab from_tokenizer(const Tokenizer& tokenizer,
                                    std::optional<std::vector<int32_t>> stop_ids = std::nullopt);
 

@@ -7,14 +7,8 @@ CompiledGrammarCache::CompiledGrammarCache(const Tokenizer& tokenizer, std::vect
 
 std::shared_ptr<const grammar::TokenVocab> CompiledGrammarCache::vocab() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!vocab_) {
-    // EOS ids past the tokenizer's vocabulary (a model's padded embedding rows) have no text: the
-    // grammar never sees them.
-    std::vector<int32_t> stops;
-    for (int32_t id : stop_ids_)
-      if (id >= 0 && id < tokenizer_.vocab_size()) stops.push_back(id);
-    vocab_ = std::make_shared<const grammar::TokenVocab>(grammar::TokenVocab::from_tokenizer(tokenizer_, stops));
-  }
+  if (!vocab_)
+    vocab_ = std::make_shared<const grammar::TokenVocab>(grammar::TokenVocab::from_tokenizer(tokenizer_, stop_ids_));
   return vocab_;
 }
 
