@@ -32,3 +32,18 @@ function(brisk_cuda_compile_options target)
   set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS ${cxx_only})
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${BRISK_CUDA_FLAGS}>)
 endfunction()
+
+# NCCL (tensor parallelism over GPUs) has no CMake target: the CUDA toolkit's, else PyPI's
+# nvidia-nccl-cu13 (headers and library) in scripts/python's environment. Linked dynamically: the
+# GPU machine has libnccl.so.2 in its Python environment (scripts/gpu-check puts it on the path).
+execute_process(COMMAND ${PROJECT_SOURCE_DIR}/scripts/python -c
+                "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])"
+                OUTPUT_VARIABLE BRISK_PIP_NCCL OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${BRISK_PIP_NCCL}/include)
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${CUDAToolkit_LIBRARY_DIR} ${BRISK_PIP_NCCL}/lib)
+if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
+  message(FATAL_ERROR "NCCL not found (nccl.h and libnccl in the CUDA toolkit, or pip's nvidia-nccl-cu13)")
+endif()
+add_library(brisk_nccl INTERFACE IMPORTED)
+target_include_directories(brisk_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+target_link_libraries(brisk_nccl INTERFACE ${NCCL_LIBRARY})

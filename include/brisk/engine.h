@@ -22,6 +22,9 @@ class CompiledGrammar;
 struct EngineOptions {
   std::string model_dir;
   std::string backend = "cpu";          // "cpu" or "cuda"
+  // Ranks of a tensor-parallel group (Megatron sharding, model/tensor_parallel.h): threads of this
+  // process, one backend each (one GPU each on CUDA), driven in lockstep.
+  int tensor_parallel_size = 1;
   bool dummy_weights = false;           // random weights from config.json alone
   int64_t max_model_len = 0;            // 0: the model's max_position_embeddings
   // Sequences running at once and the token budget of one step (prefill chunks + decodes): the
@@ -212,7 +215,8 @@ class Engine {
   // True when the model folder has a tokenizer: events then carry text and `stop` works.
   virtual bool has_tokenizer() const = 0;
   virtual int64_t max_model_len() const = 0;
-  // Bytes of weights one decode step reads, and KV bytes per cached token (roofline figures).
+  // Bytes of weights one decode step reads, and KV bytes per cached token (roofline figures), on
+  // each rank of a tensor-parallel group (its shard).
   virtual uint64_t weight_bytes_per_step() const = 0;
   virtual uint64_t kv_bytes_per_token() const = 0;
   // eos ids (generation_config.json's, else config.json's).

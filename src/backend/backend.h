@@ -21,6 +21,10 @@ struct EmbeddingParams {
   TensorView table{};  // [num_rows, dim]: embedding table (or any row-major matrix to gather from)
   TensorView ids{};    // [num_tokens] i32
   TensorView out{};    // [num_tokens, dim]
+  // >= 0: a vocabulary-parallel shard (tensor parallelism). table holds the rows of ids
+  // [shard_first_id, shard_first_id + num_rows) and every other id gives a zero row. < 0: the
+  // whole table, where an id outside it is an error.
+  int64_t shard_first_id = -1;
 };
 
 // out = rms_norm(x) * weight. With a residual: residual += x first, then out = rms_norm(residual)

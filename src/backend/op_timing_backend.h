@@ -23,6 +23,7 @@ struct OpTime {
 class OpTimingBackend final : public Backend {
  public:
   explicit OpTimingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  Backend& inner() { return *inner_; }
 
   // Ops queued from now on are counted under this label.
   void set_label(std::string label) { label_ = std::move(label); }

@@ -20,6 +20,12 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
   cmd->add_option("--backend", e.backend, "cpu or cuda")
       ->capture_default_str()
       ->group("Engine");
+  cmd->add_option("--tensor-parallel-size", e.tensor_parallel_size,
+                  "ranks the model is split over (Megatron tensor parallelism): threads of this process, one "
+                  "backend each")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group("Engine");
   cmd->add_option("--kv-cache-memory", e.kv_cache_memory,
                   "KV cache size: a fraction of free memory (0.9) or a size (4GiB); default 0.9 on a GPU, 0.2 of "
                   "host memory on the CPU")

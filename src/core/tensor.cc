@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "core/error.h"
@@ -133,5 +134,21 @@ void Buffer::release() {
 Tensor::Tensor(Allocator& allocator, DType dtype, Shape shape)
     : buffer_(allocator, dtype_bytes(dtype, shape.num_elements())),
       view_(buffer_.data(), dtype, shape, allocator.device()) {}
+
+Tensor copy_columns(TensorView src, int64_t begin, int64_t count) {
+  BRISK_CHECK(src.rank() == 2 && src.device() == Device::kCpu && begin >= 0 && count >= 0 && begin + count <= src.size(1),
+              "copy_columns: columns [{}, {}) of {}", begin, begin + count, src.describe());
+  BRISK_CHECK(dtype_bytes(src.dtype(), begin) * 8 == static_cast<size_t>(begin) * dtype_bits(src.dtype()) &&
+                  dtype_bytes(src.dtype(), count) * 8 == static_cast<size_t>(count) * dtype_bits(src.dtype()),
+              "copy_columns: columns [{}, {}) of {} split a byte", begin, begin + count, src.describe());
+  const int64_t rows = src.size(0);
+  Tensor out(cpu_allocator(), src.dtype(), {rows, count});
+  const size_t row_bytes = dtype_bytes(src.dtype(), count);
+  const char* from = static_cast<const char*>(src.data()) + dtype_bytes(src.dtype(), begin);
+  const size_t src_row_bytes = dtype_bytes(src.dtype(), src.stride(0));
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char*>(out.view().data()) + r * row_bytes, from + r * src_row_bytes, row_bytes);
+  return out;
+}
 
 }  // namespace brisk

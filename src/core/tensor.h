@@ -103,4 +103,8 @@ class Tensor {
   TensorView view_;
 };
 
+// Columns [begin, begin + count) of a 2-D host view with contiguous rows, as a new contiguous
+// host tensor (sub-byte dtypes: begin and count must fall on byte boundaries).
+Tensor copy_columns(TensorView src, int64_t begin, int64_t count);
+
 }  // namespace brisk

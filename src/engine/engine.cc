@@ -13,15 +13,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "backend/make_backend.h"
-#include "backend/op_timing_backend.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "engine/model_group.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/step_profiler.h"
-#include "kv/kv_budget.h"
 #include "tokenizer/tokenizer.h"
 
 namespace brisk {
@@ -56,7 +54,7 @@ class EngineImpl final : public Engine {
   std::vector<int32_t> eos_token_ids() const override { return eos_ids_; }
   uint64_t weight_bytes_per_step() const override { return model_->weight_bytes_per_step(); }
   uint64_t kv_bytes_per_token() const override {
-    return KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), 1, kv_quant_);
+    return KvCache::bytes_per_block(model_->shard_config(), model_->activation_dtype(), 1, kv_quant_);
   }
   void shutdown() override;
 
@@ -91,8 +89,8 @@ class EngineImpl final : public Engine {
   void finish(Request& r, FinishReason reason, std::string error = {});
 
   EngineOptions options_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<LlamaModel> model_;
+  ModelGroup group_;
+  LlamaModel* model_ = nullptr;  // rank 0's
   std::vector<int32_t> eos_ids_;
   std::unique_ptr<Tokenizer> tokenizer_;  // null when the folder has none
   int64_t num_blocks_ = 0;
@@ -120,25 +118,16 @@ class EngineImpl final : public Engine {
   std::vector<std::unique_ptr<Request>> retired_, retired_before_launch_;
   int64_t num_penalized_ = 0;  // live requests with penalties (their steps cannot overlap)
   std::unique_ptr<StepProfiler> profiler_;  // null unless options.profile_steps (or profile_ops)
-  OpTimingBackend* op_timer_ = nullptr;     // backend_ itself with options.profile_ops
+  OpTimingBackend* op_timer_ = nullptr;     // rank 0's backend itself with options.profile_ops
   std::mt19937_64 seed_rng_{std::random_device{}()};
   std::thread thread_;
 };
 
 EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   BRISK_CHECK(options.block_size > 0, "block_size must be positive, got {}", options.block_size);
-  backend_ = make_backend(options.backend);
-  if (options.profile_ops) {
-    auto timer = std::make_unique<OpTimingBackend>(std::move(backend_));
-    timer->set_label("start-up");
-    op_timer_ = timer.get();
-    backend_ = std::move(timer);
-  }
-  ModelLoadOptions load;
-  load.dummy_weights = options.dummy_weights;
-  load.max_model_len = options.max_model_len;
-  load.on_progress = options.on_load_progress;
-  model_ = LlamaModel::load(options.model_dir, *backend_, load);
+  group_ = ModelGroup::load(options);
+  model_ = &group_.model();
+  op_timer_ = group_.op_timer;
   const auto& gen_eos = model_->generation_config().eos_token_ids;
   const auto& eos = gen_eos.empty() ? model_->config().eos_token_ids : gen_eos;
   eos_ids_.assign(eos.begin(), eos.end());
@@ -149,48 +138,13 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   }
 
   kv_quant_ = parse_kv_cache_dtype(options.kv_cache_dtype);
-  const size_t bytes_per_block =
-      KvCache::bytes_per_block(model_->config(), model_->activation_dtype(), options.block_size, kv_quant_);
-  if (options.num_kv_blocks > 0) {
-    num_blocks_ = options.num_kv_blocks;
-  } else {
-    std::string memory = options.kv_cache_memory;
-    if (memory.empty()) memory = backend_->device() == Device::kCpu ? "0.2" : "0.9";
-    // The step's activations come from the same memory: keep twice their estimate (the caching
-    // allocator rounds sizes up) plus 1 GiB out of what the fraction applies to.
-    const ModelConfig& c = model_->config();
-    const uint64_t act_bytes = dtype_bytes(model_->activation_dtype(), 1);
-    const uint64_t per_token = (4 * c.hidden_size + (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
-                                3 * c.intermediate_size) * act_bytes;
-    // int4 layers may multiply through a dense copy of the weight in scratch (the CUDA backend's
-    // gemm_w4a16 past 4096 rows, or for weights its tile layout cannot take): room for the largest.
-    uint64_t int4_scratch = 0;
-    if (c.quantization.method != QuantMethod::kNone && !backend_->shares_host_memory()) {
-      const uint64_t hidden = c.hidden_size, inter = c.intermediate_size, attn = c.num_heads * c.head_dim;
-      const uint64_t qkv = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
-      int4_scratch = std::max({qkv * hidden, attn * hidden, 2 * inter * hidden}) * act_bytes;
-    }
-    // A quantized cache's prefill attention may read a 16-bit copy of the batch's blocks (the CUDA
-    // backend's, at most 1 GiB: ops/attention.cc kMaxDequantizedBytes).
-    const uint64_t kv_dequant_scratch = kv_quant_ != KvQuant::kNone && !backend_->shares_host_memory() ? 1ull << 30 : 0;
-    const uint64_t workspace = 2 * (static_cast<uint64_t>(options.max_num_batched_tokens) * per_token +
-                                    static_cast<uint64_t>(options.max_num_seqs) * c.vocab_size * 8) +
-                               int4_scratch + kv_dequant_scratch + (1ull << 30);
-    const uint64_t free_bytes = backend_->free_memory_bytes();
-    BRISK_CHECK(free_bytes > workspace, "only {:.2f} GiB free after loading the model; the step workspace needs "
-                "about {:.2f} GiB: lower --max-num-batched-tokens or --max-num-seqs", free_bytes / 1073741824.0,
-                workspace / 1073741824.0);
-    KvBudget budget = compute_kv_budget(KvMemorySpec::parse(memory), free_bytes - workspace,
-                                        bytes_per_block, options.block_size);
-    num_blocks_ = budget.num_blocks;
-    spdlog::info("{}", budget.describe(options.block_size));
-  }
+  num_blocks_ = group_.kv_blocks(options, kv_quant_);
   stats_.num_blocks = num_blocks_;
   stats_.kv_capacity_tokens = num_blocks_ * options.block_size;
   prefix_cache_ = std::make_unique<PrefixCache>(options.block_size, options.enable_prefix_caching);
   pool_ = std::make_unique<BlockPool>(num_blocks_, options.block_size, *prefix_cache_);
   scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);
-  runner_ = std::make_unique<ModelRunner>(*model_, num_blocks_, options.block_size, !options.enforce_eager,
+  runner_ = std::make_unique<ModelRunner>(group_.ranks(), num_blocks_, options.block_size, !options.enforce_eager,
                                           options.max_num_seqs, kv_quant_);
   if (options.profile_steps || options.profile_ops) profiler_ = std::make_unique<StepProfiler>(model_->config());
   thread_ = std::thread([this] { loop(); });

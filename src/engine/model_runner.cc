@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend/make_backend.h"
 #include "core/error.h"
 
 namespace brisk {
@@ -15,18 +16,21 @@ constexpr int64_t kPromptRowsPerSlice = 256;
 
 }  // namespace
 
-ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, bool use_graphs,
+ModelRunner::ModelRunner(std::vector<LlamaModel*> models, int64_t num_blocks, int block_size, bool use_graphs,
                          int64_t max_num_seqs, KvQuant kv_quant)
-    : model_(model),
-      cache_(model.config(), model.backend(), model.activation_dtype(), num_blocks, block_size, kv_quant),
+    : threads_(static_cast<int>(models.size()), [models](int r) { bind_thread(models[r]->backend()); }),
       max_num_seqs_(max_num_seqs) {
-  // Before graph capture: the scales are launch arguments of the captured kernels.
+  BRISK_CHECK(!models.empty(), "model runner: no model");
+  for (LlamaModel* model : models) ranks_.push_back(std::make_unique<Rank>(model));
+  const LlamaModel& model = *models.front();
+  // The checkpoint's fp8 KV scales, set before graph capture: they are launch arguments of the
+  // captured kernels.
+  std::vector<std::pair<float, float>> fp8_scales(model.config().num_layers, {0.0f, 0.0f});
   if (kv_quant == KvQuant::kFp8) {
     bool unscaled = false;
     for (int64_t layer = 0; layer < model.config().num_layers; ++layer) {
-      const auto [k_scale, v_scale] = model.kv_cache_scales(layer);
-      if (k_scale > 0.0f) cache_.set_fp8_scales(layer, k_scale, v_scale);
-      else unscaled = true;
+      fp8_scales[layer] = model.kv_cache_scales(layer);
+      unscaled = unscaled || fp8_scales[layer].first <= 0.0f;
     }
     if (unscaled)
       spdlog::warn("--kv-cache-dtype fp8: the checkpoint has no KV cache scales (a kv_cache_scheme with "
@@ -34,11 +38,17 @@ ModelRunner::ModelRunner(LlamaModel& model, int64_t num_blocks, int block_size, 
   } else if (model.config().quantization.kv_cache_scales) {
     spdlog::info("the checkpoint has fp8 KV cache scales: --kv-cache-dtype fp8 stores K and V with them");
   }
-  if (use_graphs) graphs_ = DecodeGraphs::create(model_, cache_, max_num_seqs);
-  Backend& backend = model_.backend();
-  sampled_ids_ = Tensor(backend.allocator(), DType::kI32, {max_num_seqs});
+  on_ranks([&](int r) {
+    Rank& rank = *ranks_[r];
+    rank.cache = std::make_unique<KvCache>(rank.model->shard_config(), rank.model->backend(),
+                                           rank.model->activation_dtype(), num_blocks, block_size, kv_quant);
+    for (int64_t layer = 0; layer < model.config().num_layers; ++layer)
+      if (fp8_scales[layer].first > 0.0f) rank.cache->set_fp8_scales(layer, fp8_scales[layer].first, fp8_scales[layer].second);
+    if (use_graphs) rank.graphs = DecodeGraphs::create(*rank.model, *rank.cache, max_num_seqs);
+    rank.sampled_ids = Tensor(rank.model->backend().allocator(), DType::kI32, {max_num_seqs});
+  });
+  Allocator& host = model.backend().host_allocator();
   for (HostSlot& slot : slots_) {
-    Allocator& host = backend.host_allocator();
     slot.tokens = Tensor(host, DType::kI32, {max_num_seqs});
     slot.logprobs = Tensor(host, DType::kF32, {max_num_seqs});
     slot.top_tokens = Tensor(host, DType::kI32, {max_num_seqs * kMaxTopLogprobs});
@@ -89,53 +99,71 @@ ModelRunner::StepInputs ModelRunner::gather(const BatchPlan& plan) const {
   return in;
 }
 
+void ModelRunner::on_ranks(const std::function<void(int)>& fn) {
+  threads_.run([&](int r) {
+    try {
+      fn(r);
+    } catch (...) {
+      const TensorParallel& tp = ranks_[r]->model->tensor_parallel();
+      if (tp.comm != nullptr) tp.comm->abort();
+      throw;
+    }
+  });
+}
+
 LaunchedStep ModelRunner::launch(const BatchPlan& plan, bool timed) {
   BRISK_CHECK(num_launched_ - num_collected_ < 2, "model runner: two launched steps are still uncollected");
-  Backend& backend = model_.backend();
   LaunchedStep step;
   step.slot = static_cast<int>(num_launched_ % 2);
-  if (timed) step.start = backend.record_fence();
   StepInputs in = gather(plan);
   step.sampling = std::move(in.sampling);
   const int64_t num_sampling = static_cast<int64_t>(step.sampling.size());
   BRISK_CHECK(num_sampling <= max_num_seqs_, "model runner: {} sequences sample in one step, more than max_num_seqs {}",
               num_sampling, max_num_seqs_);
+  step.prompt_rows = std::move(in.prompt_rows);
+  for (const PromptRows& rows : step.prompt_rows)
+    step.prompt_top_k = std::max<int64_t>(step.prompt_top_k, *rows.request->params.prompt_logprobs);
+  on_ranks([&](int r) { launch_rank(r, in, step, timed); });
+  for (const PromptRows& rows : step.prompt_rows)
+    rows.request->num_prompt_rows_launched = rows.first_row + rows.num_rows;
+  for (Request* r : step.sampling) step.top_k = std::max<int64_t>(step.top_k, r->params.top_logprobs);
+  prepare_sampling(step);
+  ++num_launched_;
+  return step;
+}
+
+void ModelRunner::launch_rank(int r, const StepInputs& in, LaunchedStep& step, bool timed) {
+  Rank& rank = *ranks_[r];
+  Backend& backend = rank.model->backend();
+  if (timed && r == 0) step.start = backend.record_fence();
   // The pending tokens, from the previous step's sampled ids into this step's inputs.
   auto feed = [&](const ForwardBatch& batch) {
     if (in.feed_dst.empty()) return;
     std::vector<Tensor> keep;
     const Shape shape{static_cast<int64_t>(in.feed_dst.size())};
-    backend.feed_tokens({batch.token_ids, to_backend(backend, TensorView(in.feed_dst.data(), DType::kI32, shape), keep),
-                         to_backend(backend, TensorView(in.feed_src.data(), DType::kI32, shape), keep), sampled_ids_});
+    auto ids = [&](const std::vector<int32_t>& v) {
+      return to_backend(backend, TensorView(const_cast<int32_t*>(v.data()), DType::kI32, shape), keep);
+    };
+    backend.feed_tokens({batch.token_ids, ids(in.feed_dst), ids(in.feed_src), rank.sampled_ids});
   };
   // A step that scores prompt rows runs eagerly (graphs only cover decodes, which never score).
-  const bool scores = !in.prompt_rows.empty();
-  if (graphs_ && !scores && graphs_->covers(in.chunks)) {
-    feed(graphs_->prepare(in.chunks));
-    step.logits = graphs_->replay(static_cast<int64_t>(in.chunks.size()));
-  } else {
-    BatchInputs inputs(in.chunks, cache_.block_size());
-    const ForwardBatch batch = inputs.upload(backend);
-    feed(batch);
-    step.eager_logits = Tensor(backend.allocator(), DType::kF32, {num_sampling, model_.config().vocab_size});
-    Tensor hidden;
-    if (scores)
-      hidden = Tensor(backend.allocator(), model_.activation_dtype(), {inputs.num_hidden(), model_.config().hidden_size});
-    model_.forward(batch, cache_, step.eager_logits, hidden);
-    step.logits = step.eager_logits;
-    if (scores) {
-      step.prompt_rows = std::move(in.prompt_rows);
-      for (const PromptRows& rows : step.prompt_rows)
-        step.prompt_top_k = std::max<int64_t>(step.prompt_top_k, *rows.request->params.prompt_logprobs);
-      score_prompt(hidden, in.prompt_targets, step);
-      for (const PromptRows& rows : step.prompt_rows)
-        rows.request->num_prompt_rows_launched = rows.first_row + rows.num_rows;
-    }
+  const bool scores = !step.prompt_rows.empty();
+  if (rank.graphs && !scores && rank.graphs->covers(in.chunks)) {
+    feed(rank.graphs->prepare(in.chunks));
+    rank.logits[step.slot] = rank.graphs->replay(static_cast<int64_t>(in.chunks.size()));
+    return;
   }
-  for (Request* r : step.sampling) step.top_k = std::max<int64_t>(step.top_k, r->params.top_logprobs);
-  prepare_sampling(step);
-  ++num_launched_;
-  return step;
+  BatchInputs inputs(in.chunks, rank.cache->block_size());
+  const ForwardBatch batch = inputs.upload(backend);
+  feed(batch);
+  Tensor& logits = rank.eager_logits[step.slot];
+  logits = Tensor(backend.allocator(), DType::kF32, {static_cast<int64_t>(step.sampling.size()), config().vocab_size});
+  Tensor hidden;
+  if (scores)
+    hidden = Tensor(backend.allocator(), rank.model->activation_dtype(), {inputs.num_hidden(), config().hidden_size});
+  rank.model->forward(batch, *rank.cache, logits, hidden);
+  rank.logits[step.slot] = logits;
+  if (scores) score_prompt(r, hidden, in.prompt_targets, step);
 }
 
 void ModelRunner::prepare_sampling(LaunchedStep& step) {
@@ -159,8 +187,7 @@ void ModelRunner::prepare_sampling(LaunchedStep& step) {
   }
 }
 
-void ModelRunner::upload_masks(TensorView logits, const TokenMasks& masks) {
-  Backend& backend = model_.backend();
+void ModelRunner::upload_masks(Backend& backend, TensorView logits, const TokenMasks& masks) {
   const int64_t num_masked = static_cast<int64_t>(masks.rows.size());
   const int64_t words = mask_words();
   BRISK_CHECK(static_cast<int64_t>(masks.words.size()) == num_masked * words,
@@ -180,19 +207,29 @@ void ModelRunner::upload_masks(TensorView logits, const TokenMasks& masks) {
 
 void ModelRunner::sample(LaunchedStep& step, const TokenMasks& masks) {
   BRISK_CHECK(!step.done, "model runner: a step is sampled once");
-  Backend& backend = model_.backend();
+  on_ranks([&](int r) { sample_rank(r, step, masks); });
+}
+
+void ModelRunner::sample_rank(int r, LaunchedStep& step, const TokenMasks& masks) {
+  Rank& rank = *ranks_[r];
+  Backend& backend = rank.model->backend();
   const std::vector<Request*>& sampling = step.sampling;
   const int64_t num_seqs = static_cast<int64_t>(sampling.size());
+  const TensorView logits = rank.logits[step.slot];
+  auto finish = [&] {
+    if (r == 0) step.done = backend.record_fence();
+    rank.logits[step.slot] = {};
+    rank.eager_logits[step.slot] = Tensor();
+  };
   if (num_seqs == 0) {
-    step.done = backend.record_fence();
+    finish();
     return;
   }
-  const TensorView logits = step.logits;
   // Masked first: the alternatives and logprobs are those of the tokens the grammar allows.
-  if (!masks.rows.empty()) upload_masks(logits, masks);
+  if (!masks.rows.empty()) upload_masks(backend, logits, masks);
   std::vector<Tensor> keep;
-  auto ids = [](std::vector<int32_t>& v) {
-    return TensorView(v.data(), DType::kI32, {static_cast<int64_t>(v.size())});
+  auto ids = [](const std::vector<int32_t>& v) {
+    return TensorView(const_cast<int32_t*>(v.data()), DType::kI32, {static_cast<int64_t>(v.size())});
   };
   Tensor logprobs(backend.allocator(), DType::kF32, {num_seqs});
   SampleParams p;
@@ -207,12 +244,12 @@ void ModelRunner::sample(LaunchedStep& step, const TokenMasks& masks) {
     p.output_start = to_backend(backend, ids(step.output_start), keep);
     p.output_tokens = to_backend(backend, ids(step.output_tokens), keep);
   }
-  p.out_tokens = sampled_ids_.view().slice(0, 0, num_seqs);
+  p.out_tokens = rank.sampled_ids.view().slice(0, 0, num_seqs);
   p.out_logprobs = logprobs;
-  // The alternatives come from the raw logits, which sampling modifies: ask first.
+  // The alternatives come from the raw logits, which sampling modifies: ask first (rank 0 reports them).
   const int64_t k = step.top_k;
   const HostSlot& slot = slots_[step.slot];
-  if (k > 0) {
+  if (k > 0 && r == 0) {
     Tensor top_tokens(backend.allocator(), DType::kI32, {num_seqs, k});
     Tensor top_logprobs(backend.allocator(), DType::kF32, {num_seqs, k});
     backend.top_logprobs({.logits = logits, .out_tokens = top_tokens, .out_logprobs = top_logprobs});
@@ -220,21 +257,24 @@ void ModelRunner::sample(LaunchedStep& step, const TokenMasks& masks) {
     backend.copy_async(slot.top_logprobs.view().slice(0, 0, num_seqs * k).reshape({num_seqs, k}), top_logprobs);
   }
   backend.sample(p);
-  backend.copy_async(slot.tokens.view().slice(0, 0, num_seqs), p.out_tokens);
-  backend.copy_async(slot.logprobs.view().slice(0, 0, num_seqs), logprobs);
-  step.done = backend.record_fence();
-  step.logits = {};
-  step.eager_logits = Tensor();
+  if (r == 0) {
+    backend.copy_async(slot.tokens.view().slice(0, 0, num_seqs), p.out_tokens);
+    backend.copy_async(slot.logprobs.view().slice(0, 0, num_seqs), logprobs);
+  }
+  finish();
 }
 
-void ModelRunner::score_prompt(TensorView hidden, std::vector<int32_t>& targets, LaunchedStep& step) {
-  Backend& backend = model_.backend();
+void ModelRunner::score_prompt(int r, TensorView hidden, const std::vector<int32_t>& targets,
+                               const LaunchedStep& step) {
+  LlamaModel& model = *ranks_[r]->model;
+  Backend& backend = model.backend();
   const int64_t num_rows = hidden.size(0);
-  const int64_t vocab = model_.config().vocab_size;
+  const int64_t vocab = config().vocab_size;
   const int64_t k = step.prompt_top_k;
   BRISK_ASSERT(static_cast<int64_t>(targets.size()) == num_rows);
   std::vector<Tensor> keep;
-  TensorView targets_d = to_backend(backend, TensorView(targets.data(), DType::kI32, {num_rows}), keep);
+  TensorView targets_d =
+      to_backend(backend, TensorView(const_cast<int32_t*>(targets.data()), DType::kI32, {num_rows}), keep);
   Tensor logprobs(backend.allocator(), DType::kF32, {num_rows});
   Tensor ranks(backend.allocator(), DType::kI32, {num_rows});
   Tensor top_tokens, top_logprobs;
@@ -245,7 +285,8 @@ void ModelRunner::score_prompt(TensorView hidden, std::vector<int32_t>& targets,
   for (int64_t begin = 0; begin < num_rows; begin += kPromptRowsPerSlice) {
     const int64_t end = std::min(num_rows, begin + kPromptRowsPerSlice);
     Tensor logits(backend.allocator(), DType::kF32, {end - begin, vocab});
-    model_.lm_head(hidden.slice(0, begin, end), logits);
+    model.lm_head(hidden.slice(0, begin, end), logits);
+    if (r > 0) continue;  // the other ranks only take part in the lm_head's gather
     backend.token_logprobs({.logits = logits, .tokens = targets_d.slice(0, begin, end),
                             .out_logprobs = logprobs.view().slice(0, begin, end),
                             .out_ranks = ranks.view().slice(0, begin, end)});
@@ -253,6 +294,7 @@ void ModelRunner::score_prompt(TensorView hidden, std::vector<int32_t>& targets,
       backend.top_logprobs({.logits = logits, .out_tokens = top_tokens.view().slice(0, begin, end),
                             .out_logprobs = top_logprobs.view().slice(0, begin, end)});
   }
+  if (r > 0) return;
   // The slot's previous step has been collected (launch allows two uncollected steps), so its
   // buffers may be replaced.
   HostSlot& slot = slots_[step.slot];

@@ -141,4 +141,20 @@ Tensor dequantize(const Fp8Weight& w) {
   return out;
 }
 
+Fp8Weight slice_columns(const Fp8Weight& w, int64_t begin, int64_t count) {
+  Fp8Weight out;
+  out.block_size = w.block_size;
+  out.input_scale = w.input_scale;
+  out.weight = copy_columns(w.weight, begin, count);
+  if (w.block_size == 0) {
+    out.weight_scale = copy_columns(w.weight_scale, 0, 1);
+    return out;
+  }
+  BRISK_CHECK(begin % w.block_size == 0 && (count % w.block_size == 0 || begin + count == w.in_features()),
+              "slice_columns: columns [{}, {}) are not whole FP8 blocks of {}", begin, begin + count, w.block_size);
+  const int64_t first = begin / w.block_size, groups = (count + w.block_size - 1) / w.block_size;
+  out.weight_scale = copy_columns(w.weight_scale, first, groups);
+  return out;
+}
+
 }  // namespace brisk

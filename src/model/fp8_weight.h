@@ -61,6 +61,10 @@ struct Fp8Rows {
 };
 Fp8Weight concat_rows(const std::vector<Fp8Rows>& parts);
 
+// Input features [begin, begin + count) of w (a row-parallel tensor-parallel shard), in whole
+// 128-blocks for block scales.
+Fp8Weight slice_columns(const Fp8Weight& w, int64_t begin, int64_t count);
+
 // Per-channel quantization of a dense [N, K] weight (brisk quantize --method fp8): scale[n] =
 // max |w[n, :]| / 448 (1 for an all-zero row), weight = float_to_e4m3(w / scale).
 Fp8Weight quantize_fp8(TensorView weight);

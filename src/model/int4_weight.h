@@ -97,4 +97,8 @@ struct Int4Rows {
 };
 Int4Weight concat_rows(const std::vector<Int4Rows>& parts);
 
+// Input features [begin, begin + count) of w, in whole groups (a row-parallel tensor-parallel
+// shard; one group per row stays one group).
+Int4Weight slice_columns(const Int4Weight& w, int64_t begin, int64_t count);
+
 }  // namespace brisk

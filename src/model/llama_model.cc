@@ -15,9 +15,13 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& model_
     throw_error(ErrorCode::kNotFound, "model folder '{}' does not exist", model_dir.string());
   ModelConfig config = ModelConfig::from_file(model_dir / "config.json");
   GenerationConfig generation = GenerationConfig::from_file_or_default(model_dir / "generation_config.json");
+  const TensorParallel& tp = options.tensor_parallel;
+  const ModelShard shard = model_shard(config, tp.rank, tp.size);
+  // Each rank's dummy shard draws its own values (they are not slices of one dummy model).
   ModelWeights weights =
-      options.dummy_weights ? make_dummy_weights(config, backend, options.dummy_seed, options.on_progress)
-                            : load_weights(config, model_dir, backend, options.dequantize_int4, options.on_progress);
+      options.dummy_weights
+          ? make_dummy_weights(brisk::shard_config(config, shard), backend, options.dummy_seed + tp.rank, options.on_progress)
+          : load_weights(config, model_dir, backend, options.dequantize_int4, options.on_progress, shard);
   int64_t max_len = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   BRISK_CHECK(max_len > 0, "max_model_len must be positive (config.json max_position_embeddings is {})",
               config.max_position_embeddings);
@@ -25,17 +29,22 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& model_
                architecture_name(config.architecture), config.num_layers, config.hidden_size,
                config.num_heads, config.num_kv_heads, config.head_dim, model_dir.string());
   return std::make_unique<LlamaModel>(std::move(config), std::move(generation), std::move(weights), backend,
-                                      max_len);
+                                      max_len, tp);
 }
 
 LlamaModel::LlamaModel(ModelConfig config, GenerationConfig generation_config, ModelWeights weights,
-                       Backend& backend, int64_t max_model_len)
+                       Backend& backend, int64_t max_model_len, TensorParallel tensor_parallel)
     : config_(std::move(config)),
+      tp_(tensor_parallel),
+      shard_(model_shard(config_, tp_.rank, tp_.size)),
+      shard_config_(brisk::shard_config(config_, shard_)),
       generation_config_(std::move(generation_config)),
       weights_(std::move(weights)),
       backend_(backend),
       max_model_len_(max_model_len),
       activation_dtype_(backend.activation_dtype(config_.dtype)) {
+  BRISK_CHECK(tp_.comm == nullptr ? tp_.size == 1 : tp_.comm->size() == tp_.size && tp_.comm->rank() == tp_.rank,
+              "tensor parallelism: rank {} of {} needs its group's communicator", tp_.rank, tp_.size);
   Tensor host_table = make_rope_table(config_, max_model_len_);
   rope_table_ = empty(DType::kF32, host_table.shape());
   backend_.copy(rope_table_, host_table);
@@ -58,7 +67,12 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorVie
   Tensor residual = empty(activation_dtype_, {num_tokens, hidden});
   Tensor normed = empty(activation_dtype_, {num_tokens, hidden});
   Tensor block_out = empty(activation_dtype_, {num_tokens, hidden});
-  backend_.embedding({weights_.embed, batch.token_ids, residual});
+  if (tp_.comm != nullptr) {  // each rank embeds the ids of its vocabulary rows
+    backend_.embedding({weights_.embed, batch.token_ids, residual, shard_.first_vocab});
+    all_reduce(residual);
+  } else {
+    backend_.embedding({weights_.embed, batch.token_ids, residual});
+  }
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     const LayerWeights& w = weights_.layers[layer];
     const float eps = static_cast<float>(config_.rms_norm_eps);
@@ -81,14 +95,20 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorVie
 }
 
 void LlamaModel::lm_head(TensorView hidden, TensorView logits) {
-  backend_.gemm({hidden, weights_.lm_head, {}, logits});
+  if (tp_.comm == nullptr) {
+    backend_.gemm({hidden, weights_.lm_head, {}, logits});
+    return;
+  }
+  Tensor mine = empty(DType::kF32, {hidden.size(0), shard_.vocab_size});  // this rank's vocabulary rows
+  backend_.gemm({hidden, weights_.lm_head, {}, mine});
+  tp_.comm->all_gather_columns(mine, logits);
 }
 
 void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,
                                  TensorView out) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t num_tokens = batch.num_tokens();
-  const int nh = static_cast<int>(config_.num_heads), nkv = static_cast<int>(config_.num_kv_heads);
+  const int nh = static_cast<int>(shard_.num_heads), nkv = static_cast<int>(shard_.num_kv_heads);
   const int hd = static_cast<int>(config_.head_dim);
   Tensor qkv = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh + 2 * nkv) * hd});
   observe(layer, LinearInput::kQkv, normed);
@@ -133,6 +153,7 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   }
   observe(layer, LinearInput::kOProj, attn);
   run_linear(backend_, attn, w.o_proj, {}, out);
+  all_reduce(out);
 }
 
 void LlamaModel::split_attention(const ForwardBatch& batch, const RopeKvAppendParams& rope, const AttentionParams& a) {
@@ -160,16 +181,17 @@ void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t num_tokens = normed.size(0);
   observe(layer, LinearInput::kGateUp, normed);
-  Tensor act = empty(activation_dtype_, {num_tokens, config_.intermediate_size});
+  Tensor act = empty(activation_dtype_, {num_tokens, shard_.intermediate_size});
   if (w.gate_up.is_int4()) {  // SiLU fused into the int4 GEMM
     run_linear(backend_, normed, w.gate_up, {}, act, /*silu_gate=*/true);
   } else {
-    Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * config_.intermediate_size});
+    Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * shard_.intermediate_size});
     run_linear(backend_, normed, w.gate_up, {}, gate_up);
     backend_.silu_mul({gate_up, act});
   }
   observe(layer, LinearInput::kDown, act);
   run_linear(backend_, act, w.down, {}, out);
+  all_reduce(out);
 }
 
 }  // namespace brisk

@@ -12,6 +12,7 @@
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
+#include "model/tensor_parallel.h"
 
 namespace brisk {
 
@@ -34,6 +35,7 @@ struct ModelLoadOptions {
   int64_t max_model_len = 0;   // 0: max_position_embeddings
   LoadProgress on_progress;    // may be empty
   bool dequantize_int4 = false;  // int4 (AWQ / GPTQ) layers as dense f32: the reference for tests
+  TensorParallel tensor_parallel;  // which rank's shard to load (tensor_parallel.h)
 };
 
 class LlamaModel {
@@ -42,9 +44,13 @@ class LlamaModel {
   static std::unique_ptr<LlamaModel> load(const std::filesystem::path& model_dir, Backend& backend,
                                           const ModelLoadOptions& options = {});
   LlamaModel(ModelConfig config, GenerationConfig generation_config, ModelWeights weights,
-             Backend& backend, int64_t max_model_len);
+             Backend& backend, int64_t max_model_len, TensorParallel tensor_parallel = {});
 
+  // The whole model's config; shard_config() has this rank's heads, intermediate size and
+  // vocabulary (the config itself without tensor parallelism).
   const ModelConfig& config() const { return config_; }
+  const ModelConfig& shard_config() const { return shard_config_; }
+  const TensorParallel& tensor_parallel() const { return tp_; }
   const GenerationConfig& generation_config() const { return generation_config_; }
   int64_t max_model_len() const { return max_model_len_; }
   Backend& backend() const { return backend_; }
@@ -57,7 +63,8 @@ class LlamaModel {
     return {weights_.layers[layer].k_cache_scale, weights_.layers[layer].v_cache_scale};
   }
 
-  // Runs one step: appends the batch's K/V to the cache and writes the logits of the tokens
+  // Runs one step (on every rank of a tensor-parallel group at once, with the same batch):
+  // appends the batch's K/V to the cache and writes the logits of the tokens
   // named by batch.logits_indices into `logits` ([num_logits, vocab] f32), and the final hidden
   // states (after the last norm) of those named by batch.hidden_indices into `hidden_states`
   // ([num_hidden, hidden_size] in activation_dtype(); empty when there are none).
@@ -75,12 +82,19 @@ class LlamaModel {
   // first sequences, one token each), then the rest.
   void split_attention(const ForwardBatch& batch, const RopeKvAppendParams& rope, const AttentionParams& a);
   void mlp_block(int64_t layer, TensorView normed, TensorView out);
+  // Sums a row-parallel product's partial sums over the ranks (nothing without a communicator).
+  void all_reduce(TensorView x) {
+    if (tp_.comm != nullptr) tp_.comm->all_reduce_sum(x);
+  }
   Tensor empty(DType dtype, Shape shape) { return Tensor(backend_.allocator(), dtype, shape); }
   void observe(int64_t layer, LinearInput input, TensorView x) {
     if (observer_ != nullptr) observer_->observe(layer, input, x);
   }
 
   ModelConfig config_;
+  TensorParallel tp_;
+  ModelShard shard_;
+  ModelConfig shard_config_;
   GenerationConfig generation_config_;
   ModelWeights weights_;
   Backend& backend_;

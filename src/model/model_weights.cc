@@ -14,6 +14,7 @@
 #include "model/fp8_weight.h"
 #include "model/int4_weight.h"
 #include "model/safetensors.h"
+#include "model/tensor_parallel.h"
 
 namespace brisk {
 namespace {
@@ -128,17 +129,26 @@ class WeightBuilder {
     return keep_or_place(std::move(host));
   }
 
-  // A canonical linear layer from row ranges of checkpoint layers, all dense, all int4 or all FP8.
-  LinearWeight linear(const std::vector<LinearPart>& parts) {
+  // A canonical linear layer from row ranges of checkpoint layers, all dense, all int4 or all FP8;
+  // of one layer, its input features [col_begin, col_begin + col_count) when col_count > 0 (a
+  // row-parallel shard).
+  LinearWeight linear(const std::vector<LinearPart>& parts, int64_t col_begin = 0, int64_t col_count = 0) {
+    BRISK_ASSERT(col_count == 0 || parts.size() == 1);
     const Storage storage = storage_of(parts.front().name);
     for (const LinearPart& p : parts)
       if (storage_of(p.name) != storage)
         throw_error(ErrorCode::kUnsupported, "model folder {}: '{}' and '{}' are fused but quantized differently",
                     checkpoint_.dir().string(), parts.front().name, p.name);
-    if (storage == Storage::kFp8) return fp8_linear(parts);
+    if (storage == Storage::kFp8) return fp8_linear(parts, col_begin, col_count);
     LinearWeight w;
     if (storage == Storage::kDense) {
       const int64_t k = parts.front().shape[1];
+      if (col_count > 0) {
+        const TensorView rows = get(parts[0].name + ".weight", parts[0].shape).slice(0, parts[0].begin,
+                                                                                     parts[0].begin + parts[0].count);
+        w.dense = keep_or_place(copy_columns(rows, col_begin, col_count));
+        return w;
+      }
       if (parts.size() == 1 && parts[0].count == parts[0].shape[0]) {
         w.dense = place(get(parts[0].name + ".weight", parts[0].shape));
         return w;
@@ -157,6 +167,7 @@ class WeightBuilder {
     }
     Int4Weight fused = rows.size() == 1 && parts[0].count == parts[0].shape[0]
                            ? std::move(unpacked.begin()->second) : brisk::concat_rows(rows);
+    if (col_count > 0) fused = slice_columns(fused, col_begin, col_count);
     if (dequantize_int4_) {
       w.dense = keep_or_place(dequantize(fused));
       return w;
@@ -178,7 +189,7 @@ class WeightBuilder {
     return Storage::kDense;
   }
 
-  LinearWeight fp8_linear(const std::vector<LinearPart>& parts) {
+  LinearWeight fp8_linear(const std::vector<LinearPart>& parts, int64_t col_begin, int64_t col_count) {
     if (quantization_.method != QuantMethod::kFp8)
       throw_error(ErrorCode::kInvalidArgument,
                   "model folder {}: '{}' has FP8 weight scales but config.json has no FP8 quantization_config",
@@ -197,6 +208,7 @@ class WeightBuilder {
       rows.push_back({&it->second, p.begin, p.count});
     }
     Fp8Weight fused = brisk::concat_rows(rows);
+    if (col_count > 0) fused = slice_columns(fused, col_begin, col_count);
     LinearWeight w;
     w.fp8_block_size = fused.block_size;
     if (fused.input_scale > 0.0f) {
@@ -270,9 +282,15 @@ std::vector<std::pair<int64_t, int64_t>> internlm2_qkv_rows(const ModelConfig& c
   return rows;
 }
 
-LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index, WeightBuilder& b) {
+// A tensor-parallel rank's layer (tensor_parallel.h): its heads' q / k / v rows, its share of o_proj's
+// input features, gate and up rows and down's input features.
+LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index, WeightBuilder& b,
+                        const ModelShard& s) {
   std::string p = n.layer_prefix + std::to_string(index) + ".";
   const int64_t hidden = c.hidden_size, q_rows = c.num_heads * c.head_dim, kv_rows = c.num_kv_heads * c.head_dim;
+  const int64_t d = c.head_dim;
+  const int64_t q_begin = s.first_head * d, q_count = s.num_heads * d;
+  const int64_t kv_begin = s.first_kv_head * d, kv_count = s.num_kv_heads * d;
   LayerWeights w;
   w.input_norm = b.place(b.get(p + n.input_norm, {hidden}));
   w.post_norm = b.place(b.get(p + n.post_norm, {hidden}));
@@ -280,34 +298,42 @@ LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index
     std::vector<LinearPart> parts;
     std::vector<WeightBuilder::Rows> bias_rows;
     TensorView bias = c.attention_bias ? b.get(p + n.q_bias, {qkv_rows(c)}) : TensorView();
-    for (auto [begin, count] : internlm2_qkv_rows(c)) {
+    const auto blocks = internlm2_qkv_rows(c);  // one per q head, then per k head, then per v head
+    std::vector<std::pair<int64_t, int64_t>> mine(blocks.begin() + s.first_head,
+                                                  blocks.begin() + s.first_head + s.num_heads);
+    for (int64_t kind = 0; kind < 2; ++kind) {
+      const auto first = blocks.begin() + c.num_heads + kind * c.num_kv_heads + s.first_kv_head;
+      mine.insert(mine.end(), first, first + s.num_kv_heads);
+    }
+    for (auto [begin, count] : mine) {
       parts.push_back({p + n.wqkv, {qkv_rows(c), hidden}, begin, count});
       bias_rows.push_back({bias, begin, count});
     }
     w.qkv = b.linear(parts);
     if (c.attention_bias) w.qkv_bias = b.concat_rows(bias_rows, 0);
   } else {
-    w.qkv = b.linear({{p + n.q, {q_rows, hidden}, 0, q_rows},
-                      {p + n.k, {kv_rows, hidden}, 0, kv_rows},
-                      {p + n.v, {kv_rows, hidden}, 0, kv_rows}});
+    w.qkv = b.linear({{p + n.q, {q_rows, hidden}, q_begin, q_count},
+                      {p + n.k, {kv_rows, hidden}, kv_begin, kv_count},
+                      {p + n.v, {kv_rows, hidden}, kv_begin, kv_count}});
     if (c.attention_bias)
-      w.qkv_bias = b.concat_rows({{b.get(p + n.q_bias, {q_rows}), 0, q_rows},
-                                  {b.get(p + n.k_bias, {kv_rows}), 0, kv_rows},
-                                  {b.get(p + n.v_bias, {kv_rows}), 0, kv_rows}},
+      w.qkv_bias = b.concat_rows({{b.get(p + n.q_bias, {q_rows}), q_begin, q_count},
+                                  {b.get(p + n.k_bias, {kv_rows}), kv_begin, kv_count},
+                                  {b.get(p + n.v_bias, {kv_rows}), kv_begin, kv_count}},
                                  0);
   }
   if (c.qk_norm) {
     w.q_norm = b.place(b.get(p + n.q_norm, {c.head_dim}));
     w.k_norm = b.place(b.get(p + n.k_norm, {c.head_dim}));
   }
-  w.o_proj = b.linear({{p + n.o_proj, {hidden, q_rows}, 0, hidden}});
+  const bool split = s.num_heads != c.num_heads;
+  w.o_proj = b.linear({{p + n.o_proj, {hidden, q_rows}, 0, hidden}}, q_begin, split ? q_count : 0);
   if (c.quantization.kv_cache_scales) {
     w.k_cache_scale = b.tensor_scale(p + "self_attn.k_scale");
     w.v_cache_scale = b.tensor_scale(p + "self_attn.v_scale");
   }
-  const int64_t inter = c.intermediate_size;
-  w.gate_up = b.linear({{p + n.gate, {inter, hidden}, 0, inter}, {p + n.up, {inter, hidden}, 0, inter}});
-  w.down = b.linear({{p + n.down, {hidden, inter}, 0, hidden}});
+  const int64_t inter = c.intermediate_size, i_begin = s.first_intermediate, i_count = s.intermediate_size;
+  w.gate_up = b.linear({{p + n.gate, {inter, hidden}, i_begin, i_count}, {p + n.up, {inter, hidden}, i_begin, i_count}});
+  w.down = b.linear({{p + n.down, {hidden, inter}, 0, hidden}}, i_begin, split ? i_count : 0);
   return w;
 }
 
@@ -355,21 +381,25 @@ uint64_t ModelWeights::num_bytes() const {
 }
 
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& model_dir,
-                          Backend& backend, bool dequantize_int4, const LoadProgress& on_progress) {
+                          Backend& backend, bool dequantize_int4, const LoadProgress& on_progress,
+                          const ModelShard& shard) {
+  const ModelShard s = shard.num_heads > 0 ? shard : model_shard(config, 0, 1);
   ModelWeights weights;
   auto checkpoint = std::make_shared<Checkpoint>(Checkpoint::open(model_dir));
   weights.checkpoint = checkpoint;
   WeightBuilder b(*checkpoint, config.quantization, backend, weights, dequantize_int4);
   NameScheme n = names_for(config.architecture);
-  weights.embed = b.place(b.get(n.embed, {config.vocab_size, config.hidden_size}));
+  const Shape vocab_shape{config.vocab_size, config.hidden_size};
+  const int64_t v_begin = s.first_vocab, v_end = s.first_vocab + s.vocab_size;
+  weights.embed = b.place(b.get(n.embed, vocab_shape).slice(0, v_begin, v_end));
   weights.final_norm = b.place(b.get(n.final_norm, {config.hidden_size}));
   if (config.tie_word_embeddings) {
     weights.lm_head = weights.embed;
   } else {
-    weights.lm_head = b.place(b.get(n.lm_head, {config.vocab_size, config.hidden_size}));
+    weights.lm_head = b.place(b.get(n.lm_head, vocab_shape).slice(0, v_begin, v_end));
   }
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    weights.layers.push_back(load_layer(config, n, i, b));
+    weights.layers.push_back(load_layer(config, n, i, b, s));
     if (on_progress) on_progress(i + 1, config.num_layers);
   }
   spdlog::debug("loaded {} layers from {}", config.num_layers, model_dir.string());

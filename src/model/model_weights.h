@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "model/model_config.h"
+#include "model/tensor_parallel.h"
 
 namespace brisk {
 
@@ -77,9 +78,11 @@ using LoadProgress = std::function<void(int64_t num_layers_done, int64_t num_lay
 // Loads the checkpoint of model_dir into the backend's memory, mapping the architecture's tensor
 // names to the canonical form and checking every shape against the config. Errors name the
 // tensor, its file and the expected shape. dequantize_int4 turns int4 layers into dense f32
-// ones (the reference that quantized runs are compared with).
+// ones (the reference that quantized runs are compared with). A shard (tensor_parallel.h) loads
+// one tensor-parallel rank's part; the default is the whole model.
 ModelWeights load_weights(const ModelConfig& config, const std::filesystem::path& model_dir,
-                          Backend& backend, bool dequantize_int4 = false, const LoadProgress& on_progress = {});
+                          Backend& backend, bool dequantize_int4 = false, const LoadProgress& on_progress = {},
+                          const ModelShard& shard = {});
 
 // Module names of the checkpoint's linear layers that int4 checkpoints quantize (q/k/v/o and
 // gate/up/down, or InternLM2's wqkv/wo/w1/w3/w2), layer by layer: "<name>.weight" holds each

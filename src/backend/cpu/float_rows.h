@@ -47,6 +47,18 @@ inline float dot_f32(const float* a, const float* b, int64_t n) {
          ((partial[2] + partial[6]) + (partial[3] + partial[7]));
 }
 
+// The gemm's dot product: while n is a multiple of 16 above 32, the sum of its two halves, each
+// summed the same way; else dot_f32. A product over K split into 2^k equal parts of more than 16
+// (the ranks of a row-parallel layer) is then the pairwise sum of the parts' products bit for bit,
+// which is how the CPU's all-reduce adds them (cpu/thread_communicator.h).
+inline float dot_f32_halving(const float* a, const float* b, int64_t n) {
+  if (n > 32 && n % 16 == 0) {
+    const int64_t half = n / 2;
+    return dot_f32_halving(a, b, half) + dot_f32_halving(a + half, b + half, half);
+  }
+  return dot_f32(a, b, n);
+}
+
 // out = x / sqrt(mean(x^2) + eps) * weight, all in fp32 (Hugging Face's LlamaRMSNorm
 // normalises in fp32 too; we also keep the product with weight in fp32 and round once, on store).
 // out may alias x.

@@ -3,7 +3,7 @@
 //
 // Work is split over blocks of output columns (rows of w): each task converts (or dequantizes)
 // its block of w to fp32 once, small enough to stay in cache, and reuses it for every row of x.
-// x is converted to fp32 once up front. Each y[m, n] is one dot_f32 of fixed order, so results
+// x is converted to fp32 once up front. Each y[m, n] is one dot_f32_halving of fixed order, so results
 // do not depend on M, the blocking or the thread count, and an int4 weight gives exactly the
 // results of its dequantized fp32 copy (the dequantized value (q - zero) * scale is exact in
 // fp32: a 5-bit integer times a value of at most 24 significant bits).
@@ -65,7 +65,7 @@ void gemm_rows(const TensorView& x_view, int64_t n_cols, const WeightRowFn& weig
       for (int64_t m = 0; m < m_rows; ++m) {
         const float* x_row = x.data() + m * k;
         for (int64_t j = 0; j < count; ++j) {
-          y_block[j] = dot_f32(x_row, w_rows[j], k) + (bias.empty() ? 0.0f : bias[n0 + j]);
+          y_block[j] = dot_f32_halving(x_row, w_rows[j], k) + (bias.empty() ? 0.0f : bias[n0 + j]);
         }
         store_y(y_block.data(), element_ptr(y, m, n0), count);
       }

@@ -13,10 +13,10 @@
 namespace brisk {
 namespace {
 
-// The device selection must happen before any member allocates or creates a stream.
-cuda::CachingAllocator& selected_allocator() {
-  cuda::select_device();
-  return cuda::device_allocator();
+// The device binding must happen before any member allocates or creates a stream.
+cuda::CachingAllocator& bound_allocator(int ordinal) {
+  cuda::bind_device(ordinal);
+  return cuda::device_allocator(ordinal);
 }
 
 DType activation_override() {
@@ -32,7 +32,10 @@ DType activation_override() {
 
 }  // namespace
 
-CudaBackend::CudaBackend() : allocator_(selected_allocator()), activation_override_(activation_override()) {
+CudaBackend::CudaBackend(int ordinal)
+    : ordinal_(ordinal >= 0 ? ordinal : cuda::default_device()),
+      allocator_(bound_allocator(ordinal_)),
+      activation_override_(activation_override()) {
   context_.stream = stream_.get();
   context_.allocator = &allocator_;
   context_.num_sms = cuda::select_device().num_sms;
@@ -138,6 +141,15 @@ std::unique_ptr<RecordedGraph> CudaBackend::record_graph(const std::function<voi
   return cuda::CudaGraph::record(stream(), allocator_, ops);
 }
 
-std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+std::unique_ptr<Backend> make_cuda_backend(int ordinal) { return std::make_unique<CudaBackend>(ordinal); }
+
+void CudaBackend::bind_thread() { cuda::bind_device(ordinal_); }
+
+uint64_t CudaBackend::free_memory_bytes() const {
+  BRISK_CUDA_CHECK(cudaSetDevice(ordinal_));
+  size_t free_bytes = 0, total_bytes = 0;
+  cuda::device_memory(&free_bytes, &total_bytes);
+  return free_bytes + allocator_.free_bytes();
+}
 
 }  // namespace brisk

@@ -25,7 +25,9 @@ namespace brisk {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend();
+  // On GPU `ordinal` (< 0: the process's default device, runtime/device.h), which becomes the
+  // calling thread's device.
+  explicit CudaBackend(int ordinal = -1);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -47,6 +49,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Fence> record_fence() override;
   void convert(TensorView dst, TensorView src) override;
   void synchronize() override;
+  // The GPU's free memory plus what the caching allocator holds free (reusable).
+  uint64_t free_memory_bytes() const override;
 
   void embedding(const EmbeddingParams& p) override;
   void rms_norm(const RmsNormParams& p) override;
@@ -73,8 +77,13 @@ class CudaBackend final : public Backend {
   // The stream ops are queued on now: the backend's own, or the caller's lent one.
   cudaStream_t stream() const { return context_.stream; }
   cuda::CachingAllocator& caching_allocator() { return allocator_; }
+  int ordinal() const { return ordinal_; }
+  // Makes this backend's GPU the calling thread's device: a thread queues work for one backend
+  // at a time, and for a tensor-parallel rank always the same.
+  void bind_thread();
 
  private:
+  int ordinal_;
   cuda::CachingAllocator& allocator_;
   DType activation_override_ = DType::kU8;  // kU8: no override
   cuda::Stream stream_;
@@ -87,7 +96,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::GemmRunner> gemm_;
 };
 
-// Selects the device (BRISK_CUDA_DEVICE, else 0) and creates a backend on it.
-std::unique_ptr<Backend> make_cuda_backend();
+// A backend on GPU `ordinal` (< 0: BRISK_CUDA_DEVICE, else 0).
+std::unique_ptr<Backend> make_cuda_backend(int ordinal = -1);
 
 }  // namespace brisk

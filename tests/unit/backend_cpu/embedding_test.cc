@@ -51,6 +51,22 @@ TEST(CpuEmbedding, GathersFromStridedRows) {
   }
 }
 
+// A vocabulary shard (tensor parallelism): rows of its own ids, zero rows for every other id.
+TEST(CpuEmbedding, VocabularyShardGivesZeroRowsForOtherIds) {
+  auto backend = make_cpu_backend();
+  std::mt19937 rng(9);
+  Tensor table = testing::random_tensor(DType::kBF16, {4, 3}, rng);  // ids [8, 12)
+  Tensor out(cpu_allocator(), DType::kF32, {4, 3});
+  backend->embedding({table, make_i32({4}, {9, 3, 12, 8}), out, /*shard_first_id=*/8});
+  const std::vector<double> rows = to_doubles(table), got = to_doubles(out);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(got[c], rows[1 * 3 + c]);
+    EXPECT_EQ(got[3 + c], 0.0);
+    EXPECT_EQ(got[6 + c], 0.0);
+    EXPECT_EQ(got[9 + c], rows[c]);
+  }
+}
+
 TEST(CpuEmbedding, RejectsBadIdsAndShapes) {
   auto backend = make_cpu_backend();
   Tensor table(cpu_allocator(), DType::kF32, {10, 4});

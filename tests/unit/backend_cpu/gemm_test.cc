@@ -131,5 +131,35 @@ TEST(CpuGemm, RejectsBadShapes) {
   EXPECT_ERROR_CONTAINS(backend->gemm({x, w_ok, {}, {}}), "gemm: y is required");
 }
 
+// A row-parallel layer (tensor parallelism) splits K over 2 or 4 ranks and adds their products in
+// pairs (cpu/thread_communicator.h): that sum is the whole product bit for bit, for every dtype.
+TEST(CpuGemm, ProductsOverHalvesOfKAddUpExactly) {
+  auto backend = make_cpu_backend();
+  std::mt19937 rng(21);
+  for (int64_t k : {128, 256, 448, 14336 / 16}) {
+    for (DType w_dtype : {DType::kF32, DType::kBF16}) {
+      Tensor x = random_tensor(DType::kF32, {3, k}, rng);
+      Tensor w = random_tensor(w_dtype, {5, k}, rng);
+      Tensor whole(cpu_allocator(), DType::kF32, {3, 5});
+      backend->gemm({x, w, {}, whole});
+      auto part = [&](int index, int parts) {
+        Tensor y(cpu_allocator(), DType::kF32, {3, 5});
+        const int64_t begin = k * index / parts, end = k * (index + 1) / parts;
+        backend->gemm({copy_columns(x, begin, end - begin), copy_columns(w, begin, end - begin), {}, y});
+        return y;
+      };
+      const Tensor h0 = part(0, 2), h1 = part(1, 2);
+      const Tensor q0 = part(0, 4), q1 = part(1, 4), q2 = part(2, 4), q3 = part(3, 4);
+      for (int64_t i = 0; i < 15; ++i) {
+        const float expected = whole.data_as<float>()[i];
+        EXPECT_EQ(h0.data_as<float>()[i] + h1.data_as<float>()[i], expected) << "K " << k << " element " << i;
+        EXPECT_EQ((q0.data_as<float>()[i] + q1.data_as<float>()[i]) + (q2.data_as<float>()[i] + q3.data_as<float>()[i]),
+                  expected)
+            << "K " << k << " element " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace brisk

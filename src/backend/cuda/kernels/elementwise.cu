@@ -53,7 +53,7 @@ __global__ void embedding_kernel(EmbeddingArgs a) {
   pdl_wait();
   pdl_release();
   for (int64_t t = blockIdx.x; t < a.num_tokens; t += gridDim.x) {
-    const int32_t id = a.ids[t];
+    const int64_t id = a.ids[t] - a.first_id;
     char* out = static_cast<char*>(a.out) + t * a.out_stride_bytes;
     const bool valid = id >= 0 && id < a.num_rows;
     const char* row = static_cast<const char*>(a.table) + int64_t{valid ? id : 0} * a.table_stride_bytes;

@@ -34,12 +34,13 @@ struct ConvertArgs {
 };
 void launch_convert(const ConvertArgs& a, cudaStream_t stream);
 
-// out[t] = table[ids[t]], either raw bytes (same dtype) or converted (float dtypes).
+// out[t] = table[ids[t] - first_id], either raw bytes (same dtype) or converted (float dtypes).
 struct EmbeddingArgs {
   const void* table = nullptr;
   int64_t table_stride_bytes = 0;
   FloatType table_type = FloatType::kF32;
-  const int32_t* ids = nullptr;  // [num_tokens]; ids outside [0, num_rows) give zero rows
+  const int32_t* ids = nullptr;  // [num_tokens]; ids outside [first_id, first_id + num_rows) give zero rows
+  int64_t first_id = 0;          // a vocabulary shard's first id
   int64_t num_rows = 0;
   void* out = nullptr;
   int64_t out_stride_bytes = 0;

@@ -18,6 +18,7 @@ void embedding(const OpContext& ctx, const EmbeddingParams& p) {
   a.table = p.table.data();
   a.table_stride_bytes = static_cast<int64_t>(dtype_bytes(p.table.dtype(), p.table.stride(0)));
   a.ids = p.ids.data_as<const int32_t>();
+  a.first_id = p.shard_first_id >= 0 ? p.shard_first_id : 0;
   a.num_rows = p.table.size(0);
   a.out = p.out.data();
   a.out_stride_bytes = static_cast<int64_t>(dtype_bytes(p.out.dtype(), p.out.stride(0)));

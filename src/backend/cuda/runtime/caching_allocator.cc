@@ -1,5 +1,7 @@
 #include "backend/cuda/runtime/caching_allocator.h"
 
+#include <map>
+
 #include <bit>
 
 #include <cuda_runtime_api.h>
@@ -55,7 +57,7 @@ void* CachingAllocator::allocate(size_t num_bytes) {
 }
 
 void* CachingAllocator::cuda_malloc_locked(size_t size, size_t num_bytes) {
-  select_device();
+  BRISK_CUDA_CHECK(cudaSetDevice(ordinal_));  // the caller works on this device (its rank's)
   void* block = nullptr;
   cudaError_t error = cudaMalloc(&block, size);
   if (error == cudaErrorMemoryAllocation) {
@@ -116,6 +118,7 @@ void CachingAllocator::release_cached() {
 void CachingAllocator::release_cached_locked() {
   if (free_bytes_ == 0) return;
   // Queued kernels may still read freed blocks (see the header); wait for them.
+  BRISK_CUDA_CHECK(cudaSetDevice(ordinal_));
   BRISK_CUDA_CHECK(cudaDeviceSynchronize());
   for (auto& [size, blocks] : free_lists_) {
     for (void* block : blocks) BRISK_CUDA_CHECK(cudaFree(block));
@@ -124,8 +127,12 @@ void CachingAllocator::release_cached_locked() {
   free_bytes_ = 0;
 }
 
-CachingAllocator& device_allocator() {
-  static CachingAllocator* allocator = new CachingAllocator();  // intentionally leaked
+CachingAllocator& device_allocator(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, CachingAllocator*> allocators;  // intentionally leaked
+  std::lock_guard<std::mutex> lock(mutex);
+  CachingAllocator*& allocator = allocators[ordinal];
+  if (allocator == nullptr) allocator = new CachingAllocator(ordinal);
   return *allocator;
 }
 

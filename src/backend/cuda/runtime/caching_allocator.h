@@ -29,7 +29,7 @@ namespace brisk::cuda {
 
 class CachingAllocator final : public Allocator {
  public:
-  CachingAllocator() = default;
+  explicit CachingAllocator(int ordinal) : ordinal_(ordinal) {}
   ~CachingAllocator() override;
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -56,6 +56,7 @@ class CachingAllocator final : public Allocator {
   void release_cached_locked();
   void* cuda_malloc_locked(size_t size, size_t num_bytes);
 
+  const int ordinal_;  // the device its blocks are on
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_lists_;  // size class -> blocks
   size_t free_bytes_ = 0;
@@ -66,8 +67,8 @@ class CachingAllocator final : public Allocator {
   size_t graph_pool_bytes_ = 0;
 };
 
-// The process-wide allocator of the selected device. Never destroyed, so tensors that outlive
-// a backend object can still be freed safely.
-CachingAllocator& device_allocator();
+// The process-wide allocator of one device. Never destroyed, so tensors that outlive a backend
+// object can still be freed safely.
+CachingAllocator& device_allocator(int ordinal);
 
 }  // namespace brisk::cuda

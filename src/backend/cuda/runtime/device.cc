@@ -1,6 +1,7 @@
 #include "backend/cuda/runtime/device.h"
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -22,14 +23,9 @@ int requested_ordinal(int num_devices) {
   return static_cast<int>(value);
 }
 
-DeviceInfo read_device() {
-  int num_devices = 0;
-  cudaError_t error = cudaGetDeviceCount(&num_devices);
-  if (error != cudaSuccess || num_devices == 0)
-    throw_error(ErrorCode::kBackend, "no usable CUDA device: cudaGetDeviceCount says {} ({} devices)",
-                cudaGetErrorString(error), num_devices);
+DeviceInfo read_device(int ordinal) {
   DeviceInfo info;
-  info.ordinal = requested_ordinal(num_devices);
+  info.ordinal = ordinal;
   BRISK_CUDA_CHECK(cudaSetDevice(info.ordinal));
   cudaDeviceProp prop{};
   BRISK_CUDA_CHECK(cudaGetDeviceProperties(&prop, info.ordinal));
@@ -49,13 +45,50 @@ DeviceInfo read_device() {
   return info;
 }
 
+thread_local int t_bound_device = -1;
+
+// Properties of every device read so far (read once each; never moved once read).
+const DeviceInfo& device_info(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, DeviceInfo> infos;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = infos.find(ordinal);
+  if (it == infos.end()) it = infos.emplace(ordinal, read_device(ordinal)).first;
+  return it->second;
+}
+
 }  // namespace
 
+int num_devices() {
+  static const int count = [] {
+    int n = 0;
+    cudaError_t error = cudaGetDeviceCount(&n);
+    if (error != cudaSuccess || n == 0)
+      throw_error(ErrorCode::kBackend, "no usable CUDA device: cudaGetDeviceCount says {} ({} devices)",
+                  cudaGetErrorString(error), n);
+    return n;
+  }();
+  return count;
+}
+
+int default_device() {
+  static const int ordinal = requested_ordinal(num_devices());
+  return ordinal;
+}
+
+const DeviceInfo& bind_device(int ordinal) {
+  BRISK_CHECK(ordinal >= 0 && ordinal < num_devices(), "CUDA device {} does not exist ({} visible)", ordinal,
+              num_devices());
+  const DeviceInfo& info = device_info(ordinal);
+  BRISK_CUDA_CHECK(cudaSetDevice(ordinal));
+  t_bound_device = ordinal;
+  return info;
+}
+
 const DeviceInfo& select_device() {
-  static std::once_flag once;
-  static DeviceInfo info;
-  std::call_once(once, [] { info = read_device(); });
-  BRISK_CUDA_CHECK(cudaSetDevice(info.ordinal));  // this thread may be new
+  const int ordinal = t_bound_device >= 0 ? t_bound_device : default_device();
+  const DeviceInfo& info = device_info(ordinal);
+  BRISK_CUDA_CHECK(cudaSetDevice(ordinal));  // this thread may be new
   return info;
 }
 

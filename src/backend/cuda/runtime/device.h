@@ -1,5 +1,6 @@
-// The GPU brisk runs on: chosen once per process (BRISK_CUDA_DEVICE, else device 0) and its
-// properties, read once, that kernels size themselves by.
+// The GPU a thread works on and its properties, read once per device, that kernels size
+// themselves by. A thread works on the process's default device (BRISK_CUDA_DEVICE, else device 0)
+// unless bound to another: a tensor-parallel rank's thread is bound to its rank's GPU.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +19,14 @@ struct DeviceInfo {
   size_t l2_bytes = 0;
 };
 
-// Selects the device on the calling thread (cudaSetDevice) and returns its properties. The
-// first call picks the ordinal; throws kBackend naming the problem when there is no usable GPU
-// or BRISK_CUDA_DEVICE is out of range.
+// Selects the calling thread's device (cudaSetDevice) and returns its properties; throws
+// kBackend naming the problem when there is no usable GPU or BRISK_CUDA_DEVICE is out of range.
 const DeviceInfo& select_device();
+// The process's default device: BRISK_CUDA_DEVICE, else 0.
+int default_device();
+int num_devices();
+// Makes `ordinal` the calling thread's device from now on (and checks it is a Hopper GPU).
+const DeviceInfo& bind_device(int ordinal);
 // Free and total device memory right now (cudaMemGetInfo).
 void device_memory(size_t* free_bytes, size_t* total_bytes);
 
