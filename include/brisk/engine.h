@@ -164,6 +164,7 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
   int64_t kv_capacity_tokens = 0;
+  int64_t block_size = 0;  // tokens per KV block (EngineOptions::block_size)
 };
 
 // Where one kind of step spends its time (EngineOptions::profile_steps).

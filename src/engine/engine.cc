@@ -141,6 +141,7 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   num_blocks_ = group_.kv_blocks(options, kv_quant_);
   stats_.num_blocks = num_blocks_;
   stats_.kv_capacity_tokens = num_blocks_ * options.block_size;
+  stats_.block_size = options.block_size;
   prefix_cache_ = std::make_unique<PrefixCache>(options.block_size, options.enable_prefix_caching);
   pool_ = std::make_unique<BlockPool>(num_blocks_, options.block_size, *prefix_cache_);
   scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);

@@ -29,6 +29,17 @@ std::string format_value(double value) {
   return fmt::format("{}", value);
 }
 
+// The text format's names: metrics [a-zA-Z_:][a-zA-Z0-9_:]* (vLLM's have a colon), labels the same
+// without colons. A bad name would make every scraper reject the whole exposition.
+bool valid_name(const std::string& name, bool colons) {
+  auto ok = [&](char c, bool first) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colons && c == ':') ||
+           (!first && c >= '0' && c <= '9');
+  };
+  if (name.empty() || !ok(name[0], true)) return false;
+  return std::all_of(name.begin() + 1, name.end(), [&](char c) { return ok(c, false); });
+}
+
 std::string braces(const std::string& labels) { return labels.empty() ? "" : "{" + labels + "}"; }
 
 std::string join_labels(const std::string& a, const std::string& b) {
@@ -49,6 +60,7 @@ Metric& find_or_add(std::vector<std::pair<std::string, std::unique_ptr<Metric>>>
 std::string format_labels(const Labels& labels) {
   std::string out;
   for (const auto& [name, value] : labels) {
+    BRISK_CHECK(valid_name(name, false), "'{}' is not a valid Prometheus label name", name);
     if (!out.empty()) out += ',';
     out += fmt::format("{}=\"{}\"", name, escape(value, true));
   }
@@ -82,6 +94,7 @@ Histogram::Snapshot Histogram::snapshot() const {
 
 MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, const std::string& help, Type type,
                                                  const std::vector<double>& bounds) {
+  BRISK_CHECK(valid_name(name, true), "'{}' is not a valid Prometheus metric name", name);
   auto it = by_name_.find(name);
   if (it != by_name_.end()) {
     BRISK_CHECK(it->second->type == type && it->second->bounds == bounds,

@@ -20,8 +20,9 @@ constexpr std::array kRoutes = {"/v1/completions", "/v1/chat/completions", "/v1/
 
 }  // namespace
 
-ServerMetrics::ServerMetrics()
-    : prompt_tokens_(&registry_.counter("brisk_prompt_tokens_total", "Prompt tokens of submitted requests")),
+ServerMetrics::ServerMetrics(std::string model_name)
+    : model_name_(std::move(model_name)),
+      prompt_tokens_(&registry_.counter("brisk_prompt_tokens_total", "Prompt tokens of submitted requests")),
       generation_tokens_(&registry_.counter("brisk_generation_tokens_total", "Generated tokens")),
       ttft_(&registry_.histogram("brisk_time_to_first_token_seconds", "Time from request arrival to its first token",
                                  kTtftBuckets)),
@@ -52,8 +53,8 @@ std::string ServerMetrics::render(const EngineStats& s) {
   auto gauge = [&](const char* name, const char* help, double value) { registry_.gauge(name, help).set(value); };
   gauge("brisk_num_requests_running", "Requests running in the engine", static_cast<double>(s.num_running));
   gauge("brisk_num_requests_waiting", "Requests waiting to be scheduled", static_cast<double>(s.num_waiting));
-  gauge("brisk_kv_cache_usage_perc", "Fraction of KV cache blocks in use (1 = full)",
-        s.num_blocks > 0 ? static_cast<double>(s.num_blocks_in_use) / s.num_blocks : 0.0);
+  const double kv_cache_usage = s.num_blocks > 0 ? static_cast<double>(s.num_blocks_in_use) / s.num_blocks : 0.0;
+  gauge("brisk_kv_cache_usage_perc", "Fraction of KV cache blocks in use (1 = full)", kv_cache_usage);
   gauge("brisk_kv_cache_blocks_in_use", "KV cache blocks held by requests", static_cast<double>(s.num_blocks_in_use));
   gauge("brisk_kv_cache_blocks_total", "KV cache blocks", static_cast<double>(s.num_blocks));
   gauge("brisk_kv_cache_capacity_tokens", "Tokens the KV cache holds (its --kv-cache-dtype decides how many fit)",
@@ -69,7 +70,34 @@ std::string ServerMetrics::render(const EngineStats& s) {
   total("brisk_prefix_cache_hits_total", "Prompt tokens found in the prefix cache", s.num_prefix_hit_tokens);
   total("brisk_num_preemptions_total", "Requests preempted (recomputed later) for lack of KV blocks",
         s.num_preemptions);
+  render_vllm_gauges(s, kv_cache_usage);
   return registry_.render();
+}
+
+void ServerMetrics::render_vllm_gauges(const EngineStats& s, double kv_cache_usage) {
+  // The endpoint picker's defaults (llm-d-router's "vllm" engine config, the Gateway API Inference
+  // Extension's model server protocol) name vLLM's metrics; vLLM labels them with the served
+  // model and its engine index. Each has the value of the brisk_ gauge beside it in this render.
+  const Labels labels = {{"model_name", model_name_}, {"engine", "0"}};
+  auto gauge = [&](const char* name, const char* help, double value) {
+    registry_.gauge(name, help, labels).set(value);
+  };
+  gauge("vllm:num_requests_running", "Requests in the engine's running batch (brisk_num_requests_running)",
+        static_cast<double>(s.num_running));
+  gauge("vllm:num_requests_waiting", "Requests waiting to be scheduled (brisk_num_requests_waiting)",
+        static_cast<double>(s.num_waiting));
+  gauge("vllm:kv_cache_usage_perc", "KV cache usage, 1 = full (brisk_kv_cache_usage_perc)", kv_cache_usage);
+  // vLLM's name before 0.9, still the KV metric of older endpoint pickers.
+  gauge("vllm:gpu_cache_usage_perc", "KV cache usage, 1 = full (brisk_kv_cache_usage_perc)", kv_cache_usage);
+  // An info metric (value 1): the picker's prefix-cache scorer reads block_size and num_gpu_blocks
+  // from its labels, and counts a scrape without it as an extraction error. Registered once the
+  // cache exists, so no series with zero blocks lingers.
+  if (s.num_blocks > 0)
+    registry_
+        .gauge("vllm:cache_config_info", "KV cache configuration (labels); value 1",
+               {{"block_size", std::to_string(s.block_size)}, {"num_gpu_blocks", std::to_string(s.num_blocks)},
+                {"engine", "0"}})
+        .set(1.0);
 }
 
 }  // namespace brisk::server

@@ -2,7 +2,9 @@
 // dashboards map over: HTTP requests by route and status, finished requests by reason, prompt
 // and generation tokens, latency histograms (time to first token, inter-token, end to end),
 // and engine gauges read at scrape time (running and waiting requests, KV cache usage, prefix
-// cache hit rate).
+// cache hit rate). The gauges the inference gateway's endpoint picker reads are also exported
+// under vLLM's own names and labels (vllm:..., docs/scaling.md), so a brisk replica joins an
+// InferencePool as a vLLM one does.
 #pragma once
 
 #include <string>
@@ -15,7 +17,8 @@ namespace brisk::server {
 
 class ServerMetrics {
  public:
-  ServerMetrics();
+  // `model_name`: the served model's name, the model_name label of the vllm: gauges.
+  explicit ServerMetrics(std::string model_name);
 
   // status 0: the client left before a response started (reported as nginx's 499).
   void record_response(std::string_view path, int status);
@@ -31,6 +34,9 @@ class ServerMetrics {
   std::string render(const EngineStats& stats);
 
  private:
+  void render_vllm_gauges(const EngineStats& stats, double kv_cache_usage);
+
+  const std::string model_name_;
   MetricsRegistry registry_;
   Counter* prompt_tokens_;
   Counter* generation_tokens_;

@@ -7,7 +7,10 @@ namespace brisk::server {
 
 ServerState::ServerState(Engine& engine, std::string model_name, const std::filesystem::path& model_dir,
                          const ChatParsing& parsing)
-    : engine_(engine), model_name_(std::move(model_name)), tokenizer_(Tokenizer::from_folder_if_any(model_dir)) {
+    : engine_(engine),
+      model_name_(std::move(model_name)),
+      tokenizer_(Tokenizer::from_folder_if_any(model_dir)),
+      metrics_(model_name_) {
   if (tokenizer_) grammars_ = std::make_unique<CompiledGrammarCache>(*tokenizer_, engine_.eos_token_ids());
   try {
     chat_ = ChatPrompt::from_folder(model_dir);

@@ -72,6 +72,29 @@ def metric(text, name, labels=""):
     return 0.0
 
 
+# vLLM's names for brisk's gauges: what the inference gateway's endpoint picker reads (docs/scaling.md).
+VLLM_GAUGES = {"vllm:num_requests_running": "brisk_num_requests_running",
+               "vllm:num_requests_waiting": "brisk_num_requests_waiting",
+               "vllm:kv_cache_usage_perc": "brisk_kv_cache_usage_perc",
+               "vllm:gpu_cache_usage_perc": "brisk_kv_cache_usage_perc"}
+
+
+def check_vllm_gauges(text):
+    """Parses a /metrics text with prometheus_client (which rejects what the text format does not
+    allow, colons included) and checks each of VLLM_GAUGES: a gauge with vLLM's labels and the value
+    of brisk's own gauge in the same scrape. Returns the parsed families by name."""
+    from prometheus_client.parser import text_string_to_metric_families
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for alias, own in VLLM_GAUGES.items():
+        assert alias in families, f"{alias} is missing from /metrics"
+        assert families[alias].type == "gauge", alias
+        [sample] = families[alias].samples
+        assert sample.labels == {"model_name": MODEL_NAME, "engine": "0"}, (alias, sample.labels)
+        [own_sample] = families[own].samples
+        assert sample.value == own_sample.value, (alias, sample.value, own, own_sample.value)
+    return families
+
+
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     return tiny_model.write(tmp_path_factory.mktemp("tiny-model"))

@@ -6,7 +6,7 @@ import jinja2
 import pytest
 
 import tiny_model
-from conftest import MODEL_NAME, metric
+from conftest import MODEL_NAME, check_vllm_gauges, metric
 
 MESSAGES = [
     {"role": "system", "content": "Be brief."},
@@ -104,6 +104,14 @@ def test_metrics_exposition(http, client):
     buckets = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("brisk_e2e_request_latency_seconds_bucket")]
     assert buckets == sorted(buckets)
+    # The endpoint picker's vLLM names (test_load compares them under load), and the cache
+    # configuration its prefix-cache scorer reads from vllm:cache_config_info's labels.
+    families = check_vllm_gauges(text)
+    [info] = families["vllm:cache_config_info"].samples
+    assert info.value == 1 and info.labels["engine"] == "0"
+    assert int(info.labels["num_gpu_blocks"]) == metric(text, "brisk_kv_cache_blocks_total")
+    assert int(info.labels["block_size"]) * int(info.labels["num_gpu_blocks"]) == \
+        metric(text, "brisk_kv_cache_capacity_tokens")
 
 
 def test_quantized_kv_cache_capacity_in_metrics(model_dir, http):

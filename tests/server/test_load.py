@@ -3,12 +3,13 @@ small so requests queue and get preempted. Every request that was not abandoned 
 all its tokens, and afterwards no request runs and no KV block is in use."""
 import asyncio
 import random
+import threading
 import time
 
 import openai
 import pytest
 
-from conftest import MODEL_NAME, Server, httpx, metric
+from conftest import MODEL_NAME, Server, check_vllm_gauges, httpx, metric
 
 NUM_CLIENTS = 300
 TIME_LIMIT_S = 90
@@ -58,6 +59,15 @@ async def run_clients(base_url, seed):
         return await asyncio.wait_for(asyncio.gather(*tasks), TIME_LIMIT_S)
 
 
+def scrape_until(url, stop, texts):
+    """Appends /metrics to `texts` every 0.05 s until `stop` is set (at most 2000 scrapes): the
+    gauges under load. A thread of its own, so the clients' event loop does not delay it."""
+    with httpx.Client(timeout=30) as http:
+        while not stop.is_set() and len(texts) < 2000:
+            texts.append(http.get(url + "/metrics").text)
+            stop.wait(0.05)
+
+
 def wait_idle(url, timeout=20):
     """The metrics once nothing runs or waits and no block is in use (or the last seen)."""
     deadline = time.monotonic() + timeout
@@ -71,8 +81,15 @@ def wait_idle(url, timeout=20):
 
 
 def test_many_streams_with_disconnects(loaded):
+    scrapes, stop = [], threading.Event()
+    scraper = threading.Thread(target=scrape_until, args=(loaded.url, stop, scrapes))
+    scraper.start()
     start = time.monotonic()
-    results = asyncio.run(run_clients(loaded.base_url, seed=1))
+    try:
+        results = asyncio.run(run_clients(loaded.base_url, seed=1))
+    finally:
+        stop.set()
+        scraper.join()
     elapsed = time.monotonic() - start
     done = [r for r, _ in results if r == "done"]
     left = [r for r, _ in results if r == "left"]
@@ -83,6 +100,14 @@ def test_many_streams_with_disconnects(loaded):
     assert metric(text, "brisk_num_requests_waiting") == 0
     assert metric(text, "brisk_kv_cache_blocks_in_use") == 0
     assert metric(text, "brisk_kv_cache_usage_perc") == 0
+    # The vLLM names the endpoint picker reads carry brisk's values in every scrape, busy or idle.
+    for scraped in [*scrapes, text]:
+        check_vllm_gauges(scraped)
+    busy = [s for s in scrapes if metric(s, "vllm:num_requests_running", f'model_name="{MODEL_NAME}",engine="0"') > 0
+            and metric(s, "vllm:kv_cache_usage_perc", f'model_name="{MODEL_NAME}",engine="0"') > 0]
+    print(f"{len(busy)} of {len(scrapes)} scrapes under load saw requests running, most waiting: "
+          f"{max(metric(s, 'brisk_num_requests_waiting') for s in scrapes):.0f}")
+    assert busy, "no scrape saw the engine busy: the gauges were compared at zero only"
     # Every request ended once. Most hung-up clients left long before their answer was done, so
     # their requests were cancelled. Not all: 300 Python streams on the cores the server also uses
     # read far behind it, and a slow one may see its first chunks only after the server wrote its
