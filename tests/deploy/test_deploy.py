@@ -115,7 +115,10 @@ def test_manifests_parse_with_kinds():
 def test_deployment_selects_its_pods_and_asks_for_gpus():
     deployment = one("Deployment")
     assert selects_pods(deployment["spec"]["selector"]["matchLabels"])
-    assert int(brisk_container()["resources"]["limits"]["nvidia.com/gpu"]) >= 1
+    gpus = int(brisk_container()["resources"]["limits"]["nvidia.com/gpu"])
+    # One tensor-parallel rank per GPU: a pod asks for as many GPUs as it has ranks.
+    ranks = int(flag_values(brisk_container()["args"]).get("--tensor-parallel-size") or 1)
+    assert gpus == ranks >= 1, f"{gpus} GPUs for {ranks} tensor-parallel ranks"
 
 
 def test_probes_are_health_on_the_serving_port():
