@@ -1,13 +1,13 @@
 #include "engine/rank_threads.h"
 
+#include <utility>
+
 namespace brisk {
 
-RankThreads::RankThreads(int num_ranks, std::function<void(int)> on_start) : num_ranks_(num_ranks), errors_(num_ranks) {
-  if (num_ranks_ == 1) {
-    if (on_start) on_start(0);
-    return;
-  }
-  for (int r = 0; r < num_ranks_; ++r) threads_.emplace_back([this, r, on_start] { worker(r, on_start); });
+RankThreads::RankThreads(int num_ranks, std::function<void(int)> on_start)
+    : num_ranks_(num_ranks), on_start_(std::move(on_start)), errors_(num_ranks) {
+  if (num_ranks_ == 1) return;
+  for (int r = 0; r < num_ranks_; ++r) threads_.emplace_back([this, r] { worker(r, on_start_); });
 }
 
 RankThreads::~RankThreads() {
@@ -21,6 +21,7 @@ RankThreads::~RankThreads() {
 
 void RankThreads::run(const std::function<void(int)>& fn) {
   if (num_ranks_ == 1) {
+    if (on_start_) on_start_(0);
     fn(0);
     return;
   }

@@ -15,7 +15,8 @@ namespace brisk {
 class RankThreads {
  public:
   // on_start(rank) runs first on each rank's thread (a GPU rank binds its device there); an
-  // error there fails every later run of that rank.
+  // error there fails every later run of that rank. With one rank it runs before every run, on
+  // whichever thread calls it.
   explicit RankThreads(int num_ranks, std::function<void(int rank)> on_start = {});
   ~RankThreads();
   RankThreads(const RankThreads&) = delete;
@@ -30,6 +31,7 @@ class RankThreads {
   void worker(int rank, const std::function<void(int)>& on_start);
 
   int num_ranks_;
+  std::function<void(int)> on_start_;
   std::vector<std::thread> threads_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;

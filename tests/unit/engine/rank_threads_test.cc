@@ -28,11 +28,19 @@ TEST(RankThreads, EachRankKeepsItsThreadAndRanksRunAtOnce) {
   EXPECT_NE(first[0], std::this_thread::get_id());
 }
 
-TEST(RankThreads, OneRankRunsInPlace) {
-  RankThreads threads(1);
+// One rank runs on the calling thread, which may change (the engine is built on one thread and
+// steps on another): on_start binds whichever thread runs.
+TEST(RankThreads, OneRankRunsInPlaceAfterOnStart) {
+  std::vector<std::thread::id> started;
+  RankThreads threads(1, [&](int) { started.push_back(std::this_thread::get_id()); });
   std::thread::id id;
   threads.run([&](int) { id = std::this_thread::get_id(); });
   EXPECT_EQ(id, std::this_thread::get_id());
+  std::thread other([&] { threads.run([](int) {}); });
+  other.join();
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_EQ(started[0], std::this_thread::get_id());
+  EXPECT_NE(started[1], std::this_thread::get_id());
 }
 
 TEST(RankThreads, TheLowestFailingRankErrorIsRethrown) {
