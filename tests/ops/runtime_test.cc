@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "backend/cuda/runtime/caching_allocator.h"
+#include "backend/cuda/runtime/device.h"
 #include "ops_test_util.h"
 
 namespace brisk::testing {
@@ -58,7 +59,7 @@ TEST(CudaRuntime, CopyRejectsMismatches) {
 }
 
 TEST(CudaRuntime, CachingAllocatorReusesBlocks) {
-  cuda::CachingAllocator allocator;
+  cuda::CachingAllocator allocator(cuda::default_device());
   void* first = allocator.allocate(1000);
   allocator.deallocate(first, 1000);
   EXPECT_EQ(allocator.free_bytes(), cuda::CachingAllocator::round_size(1000));
