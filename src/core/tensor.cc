@@ -136,7 +136,8 @@ Tensor::Tensor(Allocator& allocator, DType dtype, Shape shape)
       view_(buffer_.data(), dtype, shape, allocator.device()) {}
 
 Tensor copy_columns(TensorView src, int64_t begin, int64_t count) {
-  BRISK_CHECK(src.rank() == 2 && src.device() == Device::kCpu && begin >= 0 && count >= 0 && begin + count <= src.size(1),
+  BRISK_CHECK(src.rank() == 2 && src.device() == Device::kCpu && begin >= 0 && count >= 0 &&
+                  begin + count <= src.size(1),
               "copy_columns: columns [{}, {}) of {}", begin, begin + count, src.describe());
   BRISK_CHECK(dtype_bytes(src.dtype(), begin) * 8 == static_cast<size_t>(begin) * dtype_bits(src.dtype()) &&
                   dtype_bytes(src.dtype(), count) * 8 == static_cast<size_t>(count) * dtype_bits(src.dtype()),

@@ -42,8 +42,10 @@ ModelRunner::ModelRunner(std::vector<LlamaModel*> models, int64_t num_blocks, in
     Rank& rank = *ranks_[r];
     rank.cache = std::make_unique<KvCache>(rank.model->shard_config(), rank.model->backend(),
                                            rank.model->activation_dtype(), num_blocks, block_size, kv_quant);
-    for (int64_t layer = 0; layer < model.config().num_layers; ++layer)
-      if (fp8_scales[layer].first > 0.0f) rank.cache->set_fp8_scales(layer, fp8_scales[layer].first, fp8_scales[layer].second);
+    for (int64_t layer = 0; layer < model.config().num_layers; ++layer) {
+      const auto [k_scale, v_scale] = fp8_scales[layer];
+      if (k_scale > 0.0f) rank.cache->set_fp8_scales(layer, k_scale, v_scale);
+    }
     if (use_graphs) rank.graphs = DecodeGraphs::create(*rank.model, *rank.cache, max_num_seqs);
     rank.sampled_ids = Tensor(rank.model->backend().allocator(), DType::kI32, {max_num_seqs});
   });
