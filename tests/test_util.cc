@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -16,6 +17,13 @@ namespace brisk::testing {
 std::filesystem::path test_data_dir() {
   const char* env = std::getenv("BRISK_TEST_DATA_DIR");
   return env && *env ? env : BRISK_TEST_DATA_DIR;
+}
+std::vector<std::string> test_model_names(const std::string& file) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(test_data_dir() / "models"))
+    if (std::filesystem::exists(entry.path() / file)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 std::filesystem::path shared_testdata_dir() {
   const char* env = std::getenv("BRISK_SHARED_TESTDATA");

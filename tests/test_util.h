@@ -12,6 +12,8 @@ namespace brisk::testing {
 
 // tests/data in the source tree.
 std::filesystem::path test_data_dir();
+// The test models (folders of tests/data/models) that hold `file`, sorted by name.
+std::vector<std::string> test_model_names(const std::string& file);
 // ../shared/testdata (may be absent: tests that need it skip with GTEST_SKIP()).
 std::filesystem::path shared_testdata_dir();
 // A fresh empty temporary folder, removed at process exit.

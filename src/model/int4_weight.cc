@@ -259,18 +259,15 @@ Int4Weight concat_rows(const std::vector<Int4Rows>& parts) {
 }
 
 Int4Weight slice_columns(const Int4Weight& w, int64_t begin, int64_t count) {
-  const int64_t k = w.in_features();
-  if (w.group_size == k) {  // one group per row: the scales and zero points hold for any columns
-    Int4Weight out{copy_columns(w.qweight, begin, count), Tensor(), Tensor(), count};
-    out.scales = copy_columns(w.scales, 0, 1);
-    if (!w.zeros.empty()) out.zeros = copy_columns(w.zeros, 0, 1);
-    return out;
-  }
-  BRISK_CHECK(begin % w.group_size == 0 && count % w.group_size == 0,
+  // One group per row: its scale and zero point hold for any columns, and the slice is one group.
+  const bool one_group = w.group_size == w.in_features();
+  BRISK_CHECK(one_group || (begin % w.group_size == 0 && count % w.group_size == 0),
               "slice_columns: columns [{}, {}) are not whole groups of {}", begin, begin + count, w.group_size);
-  Int4Weight out{copy_columns(w.qweight, begin, count),
-                 copy_columns(w.scales, begin / w.group_size, count / w.group_size), Tensor(), w.group_size};
-  if (!w.zeros.empty()) out.zeros = copy_columns(w.zeros, begin / w.group_size, count / w.group_size);
+  const int64_t first_group = one_group ? 0 : begin / w.group_size;
+  const int64_t num_groups = one_group ? 1 : count / w.group_size;
+  Int4Weight out{copy_columns(w.qweight, begin, count), copy_columns(w.scales, first_group, num_groups), Tensor(),
+                 one_group ? count : w.group_size};
+  if (!w.zeros.empty()) out.zeros = copy_columns(w.zeros, first_group, num_groups);
   return out;
 }
 

@@ -20,7 +20,8 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& model_
   // Each rank's dummy shard draws its own values (they are not slices of one dummy model).
   ModelWeights weights =
       options.dummy_weights
-          ? make_dummy_weights(brisk::shard_config(config, shard), backend, options.dummy_seed + tp.rank, options.on_progress)
+          ? make_dummy_weights(brisk::shard_config(config, shard), backend, options.dummy_seed + tp.rank,
+                               options.on_progress)
           : load_weights(config, model_dir, backend, options.dequantize_int4, options.on_progress, shard);
   int64_t max_len = options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
   BRISK_CHECK(max_len > 0, "max_model_len must be positive (config.json max_position_embeddings is {})",

@@ -332,7 +332,8 @@ LayerWeights load_layer(const ModelConfig& c, const NameScheme& n, int64_t index
     w.v_cache_scale = b.tensor_scale(p + "self_attn.v_scale");
   }
   const int64_t inter = c.intermediate_size, i_begin = s.first_intermediate, i_count = s.intermediate_size;
-  w.gate_up = b.linear({{p + n.gate, {inter, hidden}, i_begin, i_count}, {p + n.up, {inter, hidden}, i_begin, i_count}});
+  w.gate_up = b.linear({{p + n.gate, {inter, hidden}, i_begin, i_count},
+                        {p + n.up, {inter, hidden}, i_begin, i_count}});
   w.down = b.linear({{p + n.down, {hidden, inter}, 0, hidden}}, i_begin, split ? i_count : 0);
   return w;
 }

@@ -7,21 +7,20 @@ namespace brisk {
 namespace {
 
 void check_divides(int64_t value, int size, const char* what) {
-  BRISK_CHECK(value % size == 0,
-                   "--tensor-parallel-size {}: the model's {} ({}) is not divisible by it", size, what, value);
+  BRISK_CHECK(value % size == 0, "--tensor-parallel-size {}: the model's {} ({}) is not divisible by it", size, what,
+              value);
 }
 
 }  // namespace
 
 ModelShard model_shard(const ModelConfig& c, int rank, int size) {
-  BRISK_CHECK(size >= 1 && rank >= 0 && rank < size,
-                   "--tensor-parallel-size must be at least 1, got {}", size);
+  BRISK_CHECK(size >= 1 && rank >= 0 && rank < size, "--tensor-parallel-size must be at least 1, got {}", size);
   check_divides(c.num_heads, size, "num_attention_heads");
   check_divides(c.intermediate_size, size, "intermediate_size");
   check_divides(c.vocab_size, size, "vocab_size");
   BRISK_CHECK(c.num_kv_heads % size == 0 || size % c.num_kv_heads == 0,
-                   "--tensor-parallel-size {}: the model's {} KV heads can neither be split evenly over the ranks "
-                   "nor repeated evenly on them", size, c.num_kv_heads);
+              "--tensor-parallel-size {}: the model's {} KV heads can neither be split evenly over the ranks "
+              "nor repeated evenly on them", size, c.num_kv_heads);
   ModelShard s;
   s.num_heads = c.num_heads / size;
   s.first_head = rank * s.num_heads;
@@ -51,8 +50,8 @@ ModelShard model_shard(const ModelConfig& c, int rank, int size) {
   }
   if (unit > 0)
     BRISK_CHECK(attn_cols % unit == 0 && s.intermediate_size % unit == 0,
-                     "--tensor-parallel-size {}: each rank's share of o_proj ({} inputs) and down_proj ({} inputs) "
-                     "must be whole multiples of the {} {}", size, attn_cols, s.intermediate_size, unit_name, unit);
+                "--tensor-parallel-size {}: each rank's share of o_proj ({} inputs) and down_proj ({} inputs) "
+                "must be whole multiples of the {} {}", size, attn_cols, s.intermediate_size, unit_name, unit);
   return s;
 }
 

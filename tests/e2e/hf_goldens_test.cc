@@ -33,14 +33,6 @@ GenerationRequest greedy_request(const std::vector<int32_t>& prompt, size_t num_
   return request;
 }
 
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(testing::test_data_dir() / "models"))
-    if (fs::exists(entry.path() / "goldens.json")) names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 struct Goldens {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::vector<int32_t>> greedy;
@@ -163,7 +155,7 @@ TEST_P(HfGoldens, BatchedPrefillEqualsSinglePrefill) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HfGoldens, ::testing::ValuesIn(model_names()),
+INSTANTIATE_TEST_SUITE_P(Models, HfGoldens, ::testing::ValuesIn(testing::test_model_names("goldens.json")),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -32,14 +32,6 @@ namespace fs = std::filesystem;
 constexpr double kFp8MeanLogprobTol = 0.3;
 constexpr double kFp8MaxLogprobTol = 1.5;
 
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(testing::test_data_dir() / "models"))
-    if (fs::exists(entry.path() / "config.json")) names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 std::unique_ptr<Engine> make_engine(const fs::path& dir, int tp) {
   EngineOptions options;
   options.model_dir = dir.string();
@@ -133,8 +125,9 @@ TEST_P(TensorParallel, EqualsOneRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TestModels, TensorParallel, ::testing::Combine(::testing::ValuesIn(model_names()),
-                                                                        ::testing::Values(2, 4)),
+INSTANTIATE_TEST_SUITE_P(TestModels, TensorParallel,
+                         ::testing::Combine(::testing::ValuesIn(testing::test_model_names("config.json")),
+                                            ::testing::Values(2, 4)),
                          [](const auto& info) {
                            std::string name = std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -2,20 +2,21 @@
 // and op by op (enforce_eager). The f32 test model with f32 activations runs every op in fp32,
 // ~3e-5 from the goldens while their greedy steps have top-1 margins >= 2e-3, so every request
 // must produce the Hugging Face greedy tokens exactly, whatever batch bucket (and padding) each
-// of its decode steps lands in.
+// of its decode steps lands in; at tensor-parallel size 2 too, where two GPUs are visible.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "brisk/engine.h"
+#include "core/error.h"
 #include "engine_test_util.h"
 #include "test_util.h"
 
 namespace brisk {
 namespace {
 
-void expect_goldens_from_the_engine(bool enforce_eager) {
+void expect_goldens_from_the_engine(bool enforce_eager, int tensor_parallel_size = 1) {
   const auto dir = testing::test_data_dir() / "models" / "llama-mha-hd128-linearrope-f32";
   auto json = nlohmann::json::parse(testing::read_file(dir / "goldens.json"));
   auto prompts = json.at("prompts").get<std::vector<std::vector<int32_t>>>();
@@ -27,7 +28,15 @@ void expect_goldens_from_the_engine(bool enforce_eager) {
   options.num_kv_blocks = 512;
   options.max_num_seqs = 32;
   options.enforce_eager = enforce_eager;
-  auto engine = Engine::create(options);
+  options.tensor_parallel_size = tensor_parallel_size;
+  std::unique_ptr<Engine> engine;
+  try {
+    engine = Engine::create(options);
+  } catch (const Error& e) {
+    unsetenv("BRISK_CUDA_ACTIVATION_DTYPE");
+    if (std::string(e.what()).find("needs CUDA device 1") != std::string::npos) GTEST_SKIP() << e.what();
+    throw;
+  }
   unsetenv("BRISK_CUDA_ACTIVATION_DTYPE");
   // 19 requests of different lengths: the running batch shrinks through buckets 32, 24, 16, 8,
   // 4, 2 and 1 as they finish.
@@ -51,6 +60,8 @@ void expect_goldens_from_the_engine(bool enforce_eager) {
 
 TEST(EngineGpu, GreedyGoldensWithCudaGraphs) { expect_goldens_from_the_engine(false); }
 TEST(EngineGpu, GreedyGoldensEager) { expect_goldens_from_the_engine(true); }
+TEST(EngineGpu, GreedyGoldensAtTensorParallel2WithCudaGraphs) { expect_goldens_from_the_engine(false, 2); }
+TEST(EngineGpu, GreedyGoldensAtTensorParallel2Eager) { expect_goldens_from_the_engine(true, 2); }
 
 }  // namespace
 }  // namespace brisk

@@ -32,14 +32,6 @@ constexpr double kMaxAbsTol = 1.2;
 constexpr float kNearTie = 0.15f;  // greedy: logit gap below which bf16 may flip the choice
 constexpr size_t kGreedyTokens = 8;
 
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(testing::test_data_dir() / "models"))
-    if (fs::exists(entry.path() / "goldens.json")) names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 Backend& cuda() {
   static std::unique_ptr<Backend> backend = make_backend("cuda");
   return *backend;
@@ -125,7 +117,7 @@ TEST_P(HfGoldensGpu, GreedyTokensMatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HfGoldensGpu, ::testing::ValuesIn(model_names()),
+INSTANTIATE_TEST_SUITE_P(Models, HfGoldensGpu, ::testing::ValuesIn(testing::test_model_names("goldens.json")),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

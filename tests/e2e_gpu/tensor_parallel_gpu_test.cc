@@ -1,19 +1,15 @@
 // Tensor parallelism's CUDA path on one GPU: the NCCL communicator with one rank (its collectives
 // on the backend's stream, also captured in a CUDA graph), and a test model whose forward runs
 // every collective through it giving exactly the logits of the model without one. Two ranks need
-// two GPUs: asking for more than are visible is refused naming the device; with two, the f32 test
-// model at TP 2 (f32 activations: every op in fp32, ~3e-5 from the goldens, whose greedy steps have
-// top-1 margins >= 2e-3) must give the Hugging Face greedy tokens exactly, with graphs and eager.
+// two GPUs: asking for more than are visible is refused naming the device (with two, engine_gpu_test's
+// goldens run at TP 2).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "backend/make_backend.h"
 #include "brisk/engine.h"
 #include "core/error.h"
-#include "engine_test_util.h"
 #include "model/llama_model.h"
 #include "test_util.h"
 
@@ -91,46 +87,6 @@ TEST(NcclCommunicator, MoreRanksThanGpusAreRefused) {
     EXPECT_NE(std::string(e.what()).find("tensor-parallel rank 1 needs CUDA device 1"), std::string::npos) << e.what();
   }
 }
-
-void expect_goldens_at_tp2(bool enforce_eager) {
-  const fs::path dir = testing::test_data_dir() / "models" / "llama-mha-hd128-linearrope-f32";
-  auto json = nlohmann::json::parse(testing::read_file(dir / "goldens.json"));
-  auto prompts = json.at("prompts").get<std::vector<std::vector<int32_t>>>();
-  auto greedy = json.at("greedy").get<std::vector<std::vector<int32_t>>>();
-  EngineOptions options;
-  options.model_dir = dir.string();
-  options.backend = "cuda";
-  options.tensor_parallel_size = 2;
-  options.num_kv_blocks = 256;
-  options.max_num_seqs = 16;
-  options.enforce_eager = enforce_eager;
-  setenv("BRISK_CUDA_ACTIVATION_DTYPE", "f32", 1);
-  std::unique_ptr<Engine> engine;
-  try {
-    engine = Engine::create(options);
-  } catch (const Error& e) {
-    unsetenv("BRISK_CUDA_ACTIVATION_DTYPE");
-    if (std::string(e.what()).find("needs CUDA device 1") != std::string::npos) GTEST_SKIP() << e.what();
-    throw;
-  }
-  unsetenv("BRISK_CUDA_ACTIVATION_DTYPE");
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (const auto& prompt : prompts) {
-    GenerationRequest r{prompt, {}};
-    r.sampling.temperature = 0.0f;
-    r.sampling.ignore_eos = true;
-    r.sampling.max_tokens = static_cast<int64_t>(greedy[streams.size()].size());
-    streams.push_back(engine->submit(r));
-  }
-  for (size_t p = 0; p < streams.size(); ++p) {
-    auto result = testing::collect(*streams[p]);
-    ASSERT_EQ(result.finish_reason, FinishReason::kLength) << result.error;
-    EXPECT_EQ(result.tokens, greedy[p]) << "prompt " << p << (enforce_eager ? " (eager)" : " (graphs)");
-  }
-}
-
-TEST(TensorParallelGpu, TwoRanksGiveTheGoldensWithGraphs) { expect_goldens_at_tp2(false); }
-TEST(TensorParallelGpu, TwoRanksGiveTheGoldensEager) { expect_goldens_at_tp2(true); }
 
 }  // namespace
 }  // namespace brisk
