@@ -58,6 +58,7 @@ class Lowering {
     }
     out_.root = g_.root;
     compute_nullable();
+    keep_byte_consuming_families();
     compute_continuations();
     return std::move(out_);
   }
@@ -160,9 +161,12 @@ class Lowering {
       return;
     }
     // Up to k more: opt_k ::= "" | child opt_{k-1}
-    int32_t next = -1;
+    int32_t next = -1, family = -1;
     for (int32_t k = 1; k <= e.max - e.min; ++k) {
       int32_t opt = new_rule("opt");
+      if (family < 0) family = opt;
+      out_.rules[opt].repeat_family = family;
+      out_.rules[opt].repeat_left = k;
       add_alternative(opt, {});
       std::vector<Element> more = once();
       if (next >= 0) more.push_back({ElementKind::kRule, next});
@@ -208,6 +212,25 @@ class Lowering {
         current = next;
       }
       out_.rules[r].end_rule = current;
+    }
+  }
+
+  // A repetition family whose child can take no bytes is no family (ByteRule::repeat_family).
+  void keep_byte_consuming_families() {
+    for (ByteRule& rule : out_.rules) {
+      if (rule.repeat_family < 0) continue;
+      const Alternative& alt = out_.alternatives[rule.alternatives[1]];  // child opt_{k-1}
+      const int32_t child_end = alt.end - (rule.repeat_left > 1 ? 1 : 0);
+      bool takes_bytes = false;
+      for (int32_t i = alt.begin; i < child_end; ++i) {
+        const Element& el = out_.elements[i];
+        takes_bytes = takes_bytes || el.kind == ElementKind::kByte || el.kind == ElementKind::kClass ||
+                      (el.kind == ElementKind::kRule && !out_.rules[el.value].nullable);
+      }
+      if (!takes_bytes) {
+        rule.repeat_family = -1;
+        rule.repeat_left = 0;
+      }
     }
   }
 

@@ -39,6 +39,7 @@ struct Alternative {
 struct Site {
   int32_t alt;
   int32_t dot;  // the rule element's index in the alternative
+  bool operator==(const Site&) const = default;
 };
 
 struct ByteRule {
@@ -53,6 +54,12 @@ struct ByteRule {
   // The user rule that a parse of this rule alone ends with: itself, or for a helper with
   // continuations the end rule of the rule it continues in.
   int32_t end_rule = -1;
+  // The helpers of a bounded repetition whose copies each take at least one byte
+  // (opt_k ::= "" | child opt_{k-1}): the family's first helper and k, the copies still allowed
+  // (-1 and 0 for other rules). A token of n bytes meets the bound nowhere when k >= n, so the
+  // family's positions classify it alike from every k >= n (TokenMaskCache reuses them).
+  int32_t repeat_family = -1;
+  int32_t repeat_left = 0;
 };
 
 struct LoweredSize {

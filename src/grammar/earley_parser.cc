@@ -155,7 +155,11 @@ void EarleyParser::find_context(const ParserItem& item, size_t max_depth, std::v
     const Alternative& parent_alt = g_.alternatives[parent->alt];
     bool fixed = !g_.rules[rule].continuations.empty();
     bool tail_self = parent_alt.rule == rule && parent->dot + 1 == parent_alt.end - parent_alt.begin;
-    if (!fixed && !tail_self) context.push_back(Site{parent->alt, parent->dot});
+    if (!fixed && !tail_self) {
+      const Site site{parent->alt, parent->dot};
+      if (std::find(context.begin(), context.end(), site) != context.end()) return;
+      context.push_back(site);
+    }
     if (num_parents != 1) return;
     current = *parent;
   }

@@ -36,7 +36,8 @@ class EarleyParser {
   void reset_to_item(ParserItem item, std::span<const Site> context = {});
   // The parents of `item` that are certain from the chart, innermost first, at most
   // `max_depth` (what reset_to_item takes as `context`). Levels that change nothing (helper
-  // rules with a fixed context, tail self-recursion) are left out.
+  // rules with a fixed context, tail self-recursion) are left out, and the context ends before
+  // a site it already holds (recursion: one cache entry per nesting depth would be unbounded).
   void find_context(const ParserItem& item, size_t max_depth, std::vector<Site>& context) const;
   // Starts over with the lookahead alternative `alt` (a pseudo rule without parent).
   void reset_to_alternative(int32_t alt);

@@ -1,6 +1,7 @@
 #include "grammar/token_mask_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <future>
 #include <thread>
@@ -16,19 +17,36 @@ size_t TokenMaskCache::num_entries() const {
 }
 
 const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const Site> context) {
-  Key key;
-  auto append = [&](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
-  append(item.alt);
-  append(item.dot);
-  append(int32_t(item.utf8));
+  Key context_key;
+  auto append = [](Key& key, int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   for (const Site& site : context) {
-    append(site.alt);
-    append(site.dot);
+    append(context_key, site.alt);
+    append(context_key, site.dot);
   }
+  Key key;
+  append(key, item.alt);
+  append(key, item.dot);
+  append(key, int32_t(item.utf8));
+  key += context_key;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(key);
   if (it != entries_.end()) return *it->second;
-  auto [inserted, _] = entries_.emplace(std::move(key), compute(item, context));
+  const ByteRule& rule = grammar_.rules[grammar_.alternatives[item.alt].rule];
+  if (rule.repeat_family < 0 || item.dot != 0 || item.utf8 != 0) {
+    auto [inserted, _] = entries_.emplace(std::move(key), compute(item, context));
+    return *inserted->second;
+  }
+  Key family_key;
+  append(family_key, rule.repeat_family);
+  family_key += context_key;
+  std::vector<Sibling>& siblings = siblings_[family_key];
+  const Sibling* best = nullptr;
+  for (const Sibling& s : siblings)
+    if (best == nullptr || std::min(s.left, rule.repeat_left) > std::min(best->left, rule.repeat_left)) best = &s;
+  const size_t known_length = best != nullptr ? size_t(std::min(best->left, rule.repeat_left)) : 0;
+  auto [inserted, _] =
+      entries_.emplace(std::move(key), compute(item, context, best != nullptr ? best->mask : nullptr, known_length));
+  siblings.push_back(Sibling{rule.repeat_left, inserted->second.get()});
   return *inserted->second;
 }
 
@@ -53,7 +71,7 @@ constexpr int32_t kMinTokensPerThread = 8192;
 // The tokens whose first byte is in [first_byte, end_byte), in byte order: each thread of compute()
 // walks such a range with parsers of its own.
 void TokenMaskCache::classify(const ParserItem& start, std::span<const Site> context, int first_byte, int end_byte,
-                              Classified& out) const {
+                              size_t min_length, Classified& out) const {
   int32_t innermost = context.empty() ? grammar_.alternatives[start.alt].rule
                                       : grammar_.alternatives[context.back().alt].rule;
   int32_t rule = grammar_.rules[innermost].end_rule;
@@ -80,13 +98,14 @@ void TokenMaskCache::classify(const ParserItem& start, std::span<const Site> con
     int32_t run_min = 0;  // common prefix of the next token and the last one walked
     for (int32_t i = begin; i < end; ++i) {
       run_min = std::min(run_min, lcp[i]);
+      const std::string& token = vocab_.token_bytes(sorted[i]);
+      if (token.size() <= min_length) continue;  // known
       if (depth > run_min) {
         local.pop(depth - run_min);
         reach_or.resize(size_t(run_min) + 1);
         depth = run_min;
       }
       run_min = INT32_MAX;
-      const std::string& token = vocab_.token_bytes(sorted[i]);
       bool ok = true;
       while (depth < int32_t(token.size())) {
         if (!local.advance(uint8_t(token[depth]))) {
@@ -119,7 +138,8 @@ void TokenMaskCache::classify(const ParserItem& start, std::span<const Site> con
   local.pop(depth);
 }
 
-std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, std::span<const Site> context) {
+std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, std::span<const Site> context,
+                                                      const PositionMask* known, size_t known_length) {
   // Only tokens whose first byte the position takes cost a walk: first-byte ranges of about
   // equal numbers of them, one per thread (none where too few), joined in byte order.
   EarleyParser probe(grammar_);
@@ -143,8 +163,10 @@ std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, s
   std::vector<Classified> parts(bounds.size() - 1);
   std::vector<std::future<void>> running;
   for (size_t t = 1; t < parts.size(); ++t)
-    running.push_back(std::async(std::launch::async, [&, t] { classify(start, context, bounds[t], bounds[t + 1], parts[t]); }));
-  classify(start, context, bounds[0], bounds[1], parts[0]);
+    running.push_back(std::async(std::launch::async, [&, t] {
+      classify(start, context, bounds[t], bounds[t + 1], known_length, parts[t]);
+    }));
+  classify(start, context, bounds[0], bounds[1], known_length, parts[0]);
   for (auto& f : running) f.get();
 
   auto mask = std::make_unique<PositionMask>();
@@ -152,6 +174,19 @@ std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, s
   for (Classified& part : parts) {
     accepted.insert(accepted.end(), part.accepted.begin(), part.accepted.end());
     mask->uncertain.insert(mask->uncertain.end(), part.uncertain.begin(), part.uncertain.end());
+  }
+  if (known != nullptr) {
+    auto is_known = [&](int32_t id) { return vocab_.token_bytes(id).size() <= known_length; };
+    for (int32_t id : known->accepted_ids)
+      if (is_known(id)) accepted.push_back(id);
+    for (size_t w = 0; w < known->accepted_bits.size(); ++w)
+      for (uint32_t bits = known->accepted_bits[w]; bits != 0; bits &= bits - 1) {
+        const int32_t id = int32_t(w * 32 + size_t(std::countr_zero(bits)));
+        if (is_known(id)) accepted.push_back(id);
+      }
+    for (int32_t index : known->uncertain)
+      if (is_known(vocab_.sorted()[index])) mask->uncertain.push_back(index);
+    std::sort(mask->uncertain.begin(), mask->uncertain.end());
   }
   if (accepted.size() * 32 >= size_t(vocab_.vocab_size())) {
     mask->accepted_bits.assign((size_t(vocab_.vocab_size()) + 31) / 32, 0);

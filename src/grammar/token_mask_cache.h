@@ -15,7 +15,9 @@
 //              assertion (consumed by it, or completing it) when R has one;
 //   rejected   otherwise.
 // Entries are computed on first use (the vocabulary split over threads) and kept for the life of
-// the compiled grammar.
+// the compiled grammar. A position at the start of a bounded repetition's copy (ByteRule::
+// repeat_family) starts from a sibling's entry in the same context: tokens no longer than both
+// positions' remaining copies keep its classes, and only the longer ones are walked.
 #pragma once
 
 #include <cstdint>
@@ -60,14 +62,24 @@ class TokenMaskCache {
 
   // Large vocabularies are split by first byte over several threads (a new position of a
   // 150k vocabulary takes tens of milliseconds of parsing).
-  std::unique_ptr<PositionMask> compute(const ParserItem& item, std::span<const Site> context);
+  // Tokens of at most `known_length` bytes are taken from `known` (a repetition sibling's entry).
+  std::unique_ptr<PositionMask> compute(const ParserItem& item, std::span<const Site> context,
+                                        const PositionMask* known = nullptr, size_t known_length = 0);
+  // Tokens of more than `min_length` bytes whose first byte is in [first_byte, end_byte).
   void classify(const ParserItem& item, std::span<const Site> context, int first_byte, int end_byte,
-                Classified& out) const;
+                size_t min_length, Classified& out) const;
+
+  struct Sibling {
+    int32_t left;  // copies the position still allows
+    const PositionMask* mask;
+  };
 
   const ByteGrammar& grammar_;
   const TokenVocab& vocab_;
   mutable std::mutex mutex_;
   std::unordered_map<Key, std::unique_ptr<PositionMask>> entries_;
+  // Computed starts of repetition copies by (family, context).
+  std::unordered_map<Key, std::vector<Sibling>> siblings_;
 };
 
 }  // namespace brisk::grammar
