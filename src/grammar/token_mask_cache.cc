@@ -9,7 +9,9 @@
 namespace brisk::grammar {
 
 TokenMaskCache::TokenMaskCache(const ByteGrammar& grammar, const TokenVocab& vocab)
-    : grammar_(grammar), vocab_(vocab) {}
+    : grammar_(grammar), vocab_(vocab) {
+  for (int32_t id : vocab_.sorted()) max_token_bytes_ = std::max(max_token_bytes_, vocab_.token_bytes(id).size());
+}
 
 size_t TokenMaskCache::num_entries() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -44,9 +46,14 @@ const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const 
   for (const Sibling& s : siblings)
     if (best == nullptr || std::min(s.left, rule.repeat_left) > std::min(best->left, rule.repeat_left)) best = &s;
   const size_t known_length = best != nullptr ? size_t(std::min(best->left, rule.repeat_left)) : 0;
-  auto [inserted, _] =
-      entries_.emplace(std::move(key), compute(item, context, best != nullptr ? best->mask : nullptr, known_length));
-  siblings.push_back(Sibling{rule.repeat_left, inserted->second.get()});
+  std::shared_ptr<const PositionMask> mask;
+  if (best != nullptr && known_length >= max_token_bytes_) {
+    mask = entries_.at(best->key);
+  } else {
+    mask = compute(item, context, best != nullptr ? best->mask : nullptr, known_length);
+  }
+  auto [inserted, _] = entries_.emplace(key, std::move(mask));
+  siblings.push_back(Sibling{rule.repeat_left, inserted->second.get(), std::move(key)});
   return *inserted->second;
 }
 

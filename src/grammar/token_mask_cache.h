@@ -17,7 +17,8 @@
 // Entries are computed on first use (the vocabulary split over threads) and kept for the life of
 // the compiled grammar. A position at the start of a bounded repetition's copy (ByteRule::
 // repeat_family) starts from a sibling's entry in the same context: tokens no longer than both
-// positions' remaining copies keep its classes, and only the longer ones are walked.
+// positions' remaining copies keep its classes, and only the longer ones are walked (none where
+// both bounds pass the longest token: the position then shares the sibling's entry).
 #pragma once
 
 #include <cstdint>
@@ -72,12 +73,14 @@ class TokenMaskCache {
   struct Sibling {
     int32_t left;  // copies the position still allows
     const PositionMask* mask;
+    Key key;  // of entries_
   };
 
   const ByteGrammar& grammar_;
   const TokenVocab& vocab_;
   mutable std::mutex mutex_;
-  std::unordered_map<Key, std::unique_ptr<PositionMask>> entries_;
+  size_t max_token_bytes_ = 0;
+  std::unordered_map<Key, std::shared_ptr<const PositionMask>> entries_;
   // Computed starts of repetition copies by (family, context).
   std::unordered_map<Key, std::vector<Sibling>> siblings_;
 };
