@@ -200,18 +200,24 @@ class Lowering {
       }
       if (num_outer == 1 && self_loops_ok) rule.continuations = sites[r];
     }
-    for (size_t r = 0; r < out_.rules.size(); ++r) {
+    // end_rule: follow each helper's outer continuation to a rule without one; every rule on
+    // the way shares the end, so each is walked once (a repetition's chain of n helpers would
+    // otherwise cost n^2).
+    const size_t n = out_.rules.size();
+    std::vector<int32_t> outer(n, -1), path;
+    for (size_t r = 0; r < n; ++r)
+      for (const Site& site : out_.rules[r].continuations)
+        if (out_.alternatives[site.alt].rule != int32_t(r)) outer[r] = out_.alternatives[site.alt].rule;
+    for (size_t r = 0; r < n; ++r) {
+      path.clear();
       int32_t current = int32_t(r);
-      for (size_t guard = 0; guard <= out_.rules.size(); ++guard) {
-        const ByteRule& rule = out_.rules[current];
-        int32_t next = -1;
-        for (const Site& site : rule.continuations) {
-          if (out_.alternatives[site.alt].rule != current) next = out_.alternatives[site.alt].rule;
-        }
-        if (next < 0) break;
-        current = next;
+      while (out_.rules[current].end_rule < 0 && outer[current] >= 0 && path.size() <= n) {
+        path.push_back(current);
+        current = outer[current];
       }
-      out_.rules[r].end_rule = current;
+      const int32_t end = out_.rules[current].end_rule >= 0 ? out_.rules[current].end_rule : current;
+      out_.rules[current].end_rule = end;
+      for (int32_t p : path) out_.rules[p].end_rule = end;
     }
   }
 

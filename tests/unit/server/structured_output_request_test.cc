@@ -86,6 +86,12 @@ TEST(StructuredOutputRequest, DisableAnyWhitespaceGivesCompactJson) {
   EXPECT_EQ(rf.key, c.key);
 }
 
+// Long bounds that vLLM takes are taken (lowering is linear in the rules it makes).
+TEST(StructuredOutputRequest, LongRepetitionsAreTaken) {
+  EXPECT_EQ(chat_constraint(R"("guided_json": {"type": "string", "maxLength": 50000})").kind, Kind::kJsonSchema);
+  EXPECT_EQ(chat_constraint(R"("guided_regex": "(ab|c){0,20000}")").kind, Kind::kRegex);
+}
+
 TEST(StructuredOutputRequest, RegexChoiceAndGrammar) {
   for (const char* fields : {R"("guided_regex": "[a-c]{2}")", R"("structured_outputs": {"regex": "[a-c]{2}"})"}) {
     OutputConstraint c = chat_constraint(fields);
@@ -288,8 +294,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "guided_grammar", "line 2"},
         BadCase{"grammar_without_root", R"("structured_outputs": {"grammar": "start ::= \"a\""})",
                 "structured_outputs.grammar", "root"},
-        BadCase{"regex_too_large", R"("guided_regex": "(ab|c){0,20000}")", "guided_regex", "too large"},
-        BadCase{"schema_too_large", R"("guided_json": {"type": "string", "maxLength": 50000})", "guided_json",
+        BadCase{"regex_too_large", R"("guided_regex": "((ab|c){0,100}){0,1001}")", "guided_regex", "too large"},
+        BadCase{"schema_too_large", R"("guided_json": {"type": "string", "maxLength": 500000})", "guided_json",
                 "maxLength"},
         BadCase{"grammar_too_large", R"("guided_grammar": "root ::= ((\"a\"{1000}){1000}){1000}")", "guided_grammar",
                 "too large"},
