@@ -233,9 +233,11 @@ struct FeedTokensParams {
 // Structured output: logits[rows[j], v] = -inf for every token v that row j of the bitmask does
 // not allow (bit v % 32 of word v / 32; tokens past the mask's words are not allowed).
 struct TokenBitmaskParams {
-  TensorView logits{};   // [num_seqs, vocab] f32 (rows may be strided), modified in place
-  TensorView bitmask{};  // [num_masked, num_words] u32
-  TensorView rows{};     // [num_masked] i32: the logits row each mask row applies to
+  TensorView logits{};      // [num_seqs, vocab] f32 (rows may be strided), modified in place
+  TensorView bitmask{};     // [num_masks, num_words] u32
+  TensorView rows{};        // [num_masked] i32: the logits rows masked
+  TensorView mask_index{};  // optional [num_masked] i32: the bitmask row of each (default: row j
+                            // for rows[j], num_masks == num_masked), so that equal masks are sent once
 };
 
 // A point in a backend's queue of work, for waiting on it and timing it.

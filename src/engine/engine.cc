@@ -399,13 +399,17 @@ void EngineImpl::sample_step(InFlightStep& f) {
         if (sampling[row]->matcher && !sampling[row]->finished) masks.rows.push_back(static_cast<int32_t>(row));
       const int64_t num_words = runner_->mask_words();
       masks.words.assign(masks.rows.size() * num_words, 0u);
+      std::vector<uint64_t> hashes(masks.rows.size());
       // Matchers are per sample; the compiled grammars they share are thread-safe.
       parallel_for(static_cast<int64_t>(masks.rows.size()), 4, [&](int64_t begin, int64_t end) {
         for (int64_t j = begin; j < end; ++j) {
           grammar::GrammarMatcher& m = *sampling[masks.rows[j]]->matcher;
-          m.fill_next_token_bitmask({masks.words.data() + j * num_words, static_cast<size_t>(m.bitmask_words())});
+          const std::span<uint32_t> row(masks.words.data() + j * num_words, static_cast<size_t>(num_words));
+          m.fill_next_token_bitmask(row.first(static_cast<size_t>(m.bitmask_words())));
+          hashes[j] = TokenMasks::hash(row);
         }
       });
+      masks.share_equal(num_words, hashes);
     }
     runner_->sample(f.step, masks);
   } catch (const std::exception& e) {

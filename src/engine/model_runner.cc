@@ -190,20 +190,30 @@ void ModelRunner::prepare_sampling(LaunchedStep& step) {
 }
 
 void ModelRunner::upload_masks(Backend& backend, TensorView logits, const TokenMasks& masks) {
-  const int64_t num_masked = static_cast<int64_t>(masks.rows.size());
   const int64_t words = mask_words();
-  BRISK_CHECK(static_cast<int64_t>(masks.words.size()) == num_masked * words,
-              "model runner: {} token masks need {} words, got {}", num_masked, num_masked * words, masks.words.size());
-  // Slices of at most 4 MiB: host-to-device copies up to that size are staged without the host
-  // waiting for the device.
-  const int64_t rows_per_slice = std::max<int64_t>(1, (int64_t{4} << 20) / (words * 4));
+  const int64_t num_masks = static_cast<int64_t>(masks.words.size()) / words;
+  BRISK_CHECK(static_cast<int64_t>(masks.words.size()) == num_masks * words &&
+                  masks.mask_index.size() == masks.rows.size(),
+              "model runner: token masks of {} words for {} rows with {} mask indices", masks.words.size(),
+              masks.rows.size(), masks.mask_index.size());
+  // Slices of at most 4 MiB of masks: host-to-device copies up to that size are staged without
+  // the host waiting for the device. Each slice masks the rows whose masks it holds.
+  const int64_t masks_per_slice = std::max<int64_t>(1, (int64_t{4} << 20) / (words * 4));
   std::vector<Tensor> keep;
-  for (int64_t begin = 0; begin < num_masked; begin += rows_per_slice) {
-    const int64_t n = std::min(num_masked - begin, rows_per_slice);
-    const TensorView rows(const_cast<int32_t*>(masks.rows.data() + begin), DType::kI32, {n});
+  for (int64_t begin = 0; begin < num_masks; begin += masks_per_slice) {
+    const int64_t n = std::min(num_masks - begin, masks_per_slice);
+    std::vector<int32_t> rows, index;
+    for (size_t j = 0; j < masks.rows.size(); ++j) {
+      if (masks.mask_index[j] < begin || masks.mask_index[j] >= begin + n) continue;
+      rows.push_back(masks.rows[j]);
+      index.push_back(static_cast<int32_t>(masks.mask_index[j] - begin));
+    }
+    const auto num_rows = static_cast<int64_t>(rows.size());
     const TensorView bits(const_cast<uint32_t*>(masks.words.data() + begin * words), DType::kU32, {n, words});
     backend.apply_token_bitmask({.logits = logits, .bitmask = to_backend(backend, bits, keep),
-                                 .rows = to_backend(backend, rows, keep)});
+                                 .rows = to_backend(backend, TensorView(rows.data(), DType::kI32, {num_rows}), keep),
+                                 .mask_index = to_backend(backend, TensorView(index.data(), DType::kI32, {num_rows}),
+                                                          keep)});
   }
 }
 

@@ -18,6 +18,7 @@
 #include "engine/decode_graphs.h"
 #include "engine/rank_threads.h"
 #include "engine/scheduler.h"
+#include "engine/token_masks.h"
 #include "model/kv_cache.h"
 #include "model/llama_model.h"
 
@@ -53,13 +54,6 @@ struct LaunchedStep {
   std::vector<SamplingRow> rows;
   bool penalties = false;
   std::vector<int32_t> prompt_start, prompt_tokens, output_start, output_tokens;
-};
-
-// Token masks of some of a step's sampling rows (structured output): row j of `words`
-// ([rows.size(), ModelRunner::mask_words()]) applies to sampling row rows[j].
-struct TokenMasks {
-  std::vector<int32_t> rows;
-  std::vector<uint32_t> words;
 };
 
 class ModelRunner {

@@ -160,6 +160,32 @@ TEST(TokenBitmask, MasksTheSameLogitsAsTheCpu) {
   EXPECT_GT(num_masked_logits, num_masked * vocab / 2);
 }
 
+// Rows sharing masks by index (equal masks sent once): the last rows take the first masks.
+TEST(TokenBitmask, SharedMasksMaskTheSameLogitsAsTheCpu) {
+  const int64_t num_rows = 64, vocab = 128256, num_words = vocab / 32, num_masks = 3;
+  std::mt19937 rng(6);
+  std::vector<float> logits(num_rows * vocab);
+  for (float& x : logits) x = std::uniform_real_distribution<float>(-4, 4)(rng);
+  std::vector<int32_t> rows, index;
+  for (int32_t r = 1; r < num_rows; r += 2) {
+    rows.push_back(r);
+    index.push_back(r % num_masks);
+  }
+  std::vector<uint32_t> mask(num_masks * num_words);
+  for (uint32_t& w : mask) w = rng() & rng();
+  const auto num_masked = static_cast<int64_t>(rows.size());
+  TensorView logits_h(logits.data(), DType::kF32, {num_rows, vocab});
+  TensorView rows_h(rows.data(), DType::kI32, {num_masked}), index_h(index.data(), DType::kI32, {num_masked});
+  TensorView mask_h(mask.data(), DType::kU32, {num_masks, num_words});
+  Tensor logits_d = to_device(logits_h), rows_d = to_device(rows_h), index_d = to_device(index_h),
+         mask_d = to_device(mask_h);
+  cpu_backend().apply_token_bitmask({.logits = logits_h, .bitmask = mask_h, .rows = rows_h, .mask_index = index_h});
+  cuda_backend().apply_token_bitmask({.logits = logits_d, .bitmask = mask_d, .rows = rows_d, .mask_index = index_d});
+  Tensor back = to_host(logits_d);
+  for (int64_t i = 0; i < num_rows * vocab; ++i)
+    ASSERT_EQ(back.data_as<float>()[i], logits[i]) << "row " << i / vocab << " column " << i % vocab;
+}
+
 INSTANTIATE_TEST_SUITE_P(DTypes, Elementwise, ::testing::Values(DType::kBF16, DType::kF16),
                          [](const auto& info) { return dtype_str(info.param); });
 

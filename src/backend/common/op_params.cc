@@ -339,7 +339,11 @@ void check_op_params(const TokenBitmaskParams& p, Device device) {
   check_dtype(kOp, "logits", p.logits, DType::kF32);
   check_view(kOp, "bitmask", p.bitmask, 2, Layout::kContiguous, device);
   check_dtype(kOp, "bitmask", p.bitmask, DType::kU32);
-  check_index_vector(kOp, "rows", p.rows, p.bitmask.size(0), device);
+  if (p.mask_index.empty()) {
+    check_index_vector(kOp, "rows", p.rows, p.bitmask.size(0), device);
+  } else {
+    check_index_vector(kOp, "mask_index", p.mask_index, p.rows.size(0), device);
+  }
 }
 
 }  // namespace brisk

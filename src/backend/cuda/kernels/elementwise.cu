@@ -113,11 +113,14 @@ __global__ void feed_tokens_kernel(FeedTokensArgs a) {
 }
 
 // One thread per logit: a warp reads one mask word (a broadcast) and writes 32 adjacent logits.
+// A mask index outside the bitmask masks the whole row (the CPU refuses it).
 __global__ void apply_token_bitmask_kernel(TokenBitmaskArgs a) {
   const int64_t v = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (v >= a.vocab) return;
   const int64_t word = v / 32;
-  const uint32_t bits = word < a.num_words ? a.bitmask[blockIdx.y * a.num_words + word] : 0u;
+  const int64_t mask = a.mask_index != nullptr ? a.mask_index[blockIdx.y] : blockIdx.y;
+  const bool known = word < a.num_words && mask >= 0 && mask < a.num_masks;
+  const uint32_t bits = known ? a.bitmask[mask * a.num_words + word] : 0u;
   if (((bits >> (v % 32)) & 1u) == 0) a.logits[a.rows[blockIdx.y] * a.logits_stride + v] = -INFINITY;
 }
 

@@ -172,9 +172,11 @@ struct TokenBitmaskArgs {
   float* logits = nullptr;
   int64_t logits_stride = 0;  // elements between rows
   int64_t vocab = 0;
-  const uint32_t* bitmask = nullptr;  // [num_masked, num_words]
+  const uint32_t* bitmask = nullptr;     // [num_masks, num_words]
   int64_t num_words = 0;
-  const int32_t* rows = nullptr;      // [num_masked]
+  const int32_t* rows = nullptr;         // [num_masked]
+  const int32_t* mask_index = nullptr;   // optional [num_masked]: row j's bitmask row (default j)
+  int64_t num_masks = 0;
   int64_t num_masked = 0;
 };
 void launch_apply_token_bitmask(const TokenBitmaskArgs& a, cudaStream_t stream);

@@ -16,6 +16,8 @@ void apply_token_bitmask(const OpContext& ctx, const TokenBitmaskParams& p) {
   a.bitmask = p.bitmask.data_as<const uint32_t>();
   a.num_words = p.bitmask.size(1);
   a.rows = p.rows.data_as<const int32_t>();
+  a.mask_index = p.mask_index.empty() ? nullptr : p.mask_index.data_as<const int32_t>();
+  a.num_masks = p.bitmask.size(0);
   a.num_masked = p.rows.size(0);
   launch_apply_token_bitmask(a, ctx.stream);
 }
