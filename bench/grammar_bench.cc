@@ -3,7 +3,10 @@
 // of fill_next_token_bitmask per step, for warm steps (every grammar position already in the
 // mask cache, xgrammar's compiled state) and for all steps (first touches included).
 // Usage: grammar_bench [TOKENIZER_DIR] [corpus.json] [walks per schema] [steps per walk] [compact]
-// ("compact": JSON schemas with compact separators, as with disable_any_whitespace).
+//        [precompute]
+// ("compact": JSON schemas with compact separators, as with disable_any_whitespace; "precompute":
+// each grammar's reachable positions computed when it is compiled, as the server does, timed
+// apart from the walks).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   int num_walks = argc > 3 ? std::stoi(argv[3]) : 4;
   int num_steps = argc > 4 ? std::stoi(argv[4]) : 48;
   const JsonSchemaOptions options{.any_whitespace = !(argc > 5 && std::string(argv[5]) == "compact")};
+  const bool precompute = argc > 6 && std::string(argv[6]) == "precompute";
   std::ifstream in(corpus_path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -51,12 +55,18 @@ int main(int argc, char** argv) {
   double vocab_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
   std::vector<double> warm_us, all_us;
-  double first_touch_ms = 0;
+  double first_touch_ms = 0, precompute_ms = 0;
+  size_t num_precomputed = 0;
   int num_schemas = 0;
   for (const auto& c : corpus) {
     if (c["kind"] != "json_schema") continue;
     ++num_schemas;
     auto compiled = std::make_shared<const CompiledGrammar>(json_schema_to_grammar(c["source"].dump(), options), vocab);
+    if (precompute) {
+      auto start = Clock::now();
+      num_precomputed += compiled->precompute(std::chrono::minutes(10));
+      precompute_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    }
     std::vector<uint32_t> words((size_t(vocab->vocab_size()) + 31) / 32);
     for (int walk = 0; walk < num_walks; ++walk) {
       std::mt19937 rng(uint32_t(walk * 7919 + num_schemas));
@@ -95,4 +105,6 @@ int main(int argc, char** argv) {
       tokenizer_dir, vocab->vocab_size(), vocab_ms, num_schemas, num_walks, warm_us.size(), percentile(warm_us, 0.5),
       percentile(warm_us, 0.99), warm_us.empty() ? 0 : *std::max_element(warm_us.begin(), warm_us.end()),
       all_us.size(), percentile(all_us, 0.5), percentile(all_us, 0.99), first_touch_ms);
+  if (precompute)
+    std::cout << fmt::format("  precomputed: {} positions in {:.0f} ms\n", num_precomputed, precompute_ms);
 }

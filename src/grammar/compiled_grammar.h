@@ -2,6 +2,7 @@
 // token-mask cache that all matchers of this grammar share (thread-safe).
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "grammar/byte_grammar.h"
@@ -20,6 +21,12 @@ class CompiledGrammar {
   const ByteGrammar& byte_grammar() const { return byte_grammar_; }
   const TokenVocab& vocab() const { return *vocab_; }
   TokenMaskCache& mask_cache() const { return *cache_; }
+  // Fills the mask cache with the positions a matcher can reach (grammar_positions.h), over half
+  // the machine's threads, for at most `budget` (positions left over are computed when first
+  // reached); returns how many entries it holds then. Matchers then find most positions computed
+  // instead of computing them inside a decoding step.
+  static constexpr std::chrono::milliseconds kDefaultPrecomputeBudget{2000};
+  size_t precompute(std::chrono::milliseconds budget = kDefaultPrecomputeBudget) const;
 
  private:
   ByteGrammar byte_grammar_;

@@ -51,11 +51,6 @@ class GrammarMatcher {
   EarleyParser parser_;
   std::vector<int32_t> step_bytes_;  // bytes consumed by each accepted step; -1 for a stop token
   bool terminated_ = false;
-  // How many certain parents a grammar position's cache entry takes into account: deeper
-  // contexts let the cache accept tokens that close a rule (a string and the comma after it);
-  // a context that reaches the root leaves no token uncertain. Recursion ends a context
-  // earlier (EarleyParser::find_context), so recursive grammars keep a bounded number of entries.
-  static constexpr size_t kMaxContextDepth = 64;
   std::vector<int32_t> candidates_;  // scratch: uncertain tokens (sorted-vocab indices)
   std::vector<Site> context_;        // scratch
   std::vector<const PositionMask*> seen_;  // scratch

@@ -1,9 +1,11 @@
 #include "grammar/token_mask_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <climits>
 #include <future>
+#include <map>
 #include <thread>
 
 namespace brisk::grammar {
@@ -18,7 +20,7 @@ size_t TokenMaskCache::num_entries() const {
   return entries_.size();
 }
 
-const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const Site> context) {
+const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const Site> context, int max_threads) {
   Key context_key;
   auto append = [](Key& key, int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   for (const Site& site : context) {
@@ -30,31 +32,85 @@ const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const 
   append(key, item.dot);
   append(key, int32_t(item.utf8));
   key += context_key;
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = entries_.find(key);
-  if (it != entries_.end()) return *it->second;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (auto it = entries_.find(key); it != entries_.end()) return *it->second;
+    if (!computing_.contains(key)) break;
+    computed_.wait(lock);  // another thread computes this position
+  }
+  computing_.insert(key);
   const ByteRule& rule = grammar_.rules[grammar_.alternatives[item.alt].rule];
-  if (rule.repeat_family < 0 || item.dot != 0 || item.utf8 != 0) {
-    auto [inserted, _] = entries_.emplace(std::move(key), compute(item, context));
-    return *inserted->second;
-  }
+  const bool family = rule.repeat_family >= 0 && item.dot == 0 && item.utf8 == 0;
   Key family_key;
-  append(family_key, rule.repeat_family);
-  family_key += context_key;
-  std::vector<Sibling>& siblings = siblings_[family_key];
-  const Sibling* best = nullptr;
-  for (const Sibling& s : siblings)
-    if (best == nullptr || std::min(s.left, rule.repeat_left) > std::min(best->left, rule.repeat_left)) best = &s;
-  const size_t known_length = best != nullptr ? size_t(std::min(best->left, rule.repeat_left)) : 0;
-  std::shared_ptr<const PositionMask> mask;
-  if (best != nullptr && known_length >= max_token_bytes_) {
-    mask = entries_.at(best->key);
-  } else {
-    mask = compute(item, context, best != nullptr ? best->mask : nullptr, known_length);
+  std::shared_ptr<const PositionMask> known;
+  size_t known_length = 0;
+  if (family) {
+    append(family_key, rule.repeat_family);
+    family_key += context_key;
+    const Sibling* best = nullptr;
+    for (const Sibling& s : siblings_[family_key])
+      if (best == nullptr || std::min(s.left, rule.repeat_left) > std::min(best->left, rule.repeat_left)) best = &s;
+    if (best != nullptr) {
+      known = entries_.at(best->key);
+      known_length = size_t(std::min(best->left, rule.repeat_left));
+    }
   }
+  lock.unlock();
+  // Computed outside the lock: other positions are computed or read meanwhile.
+  std::shared_ptr<const PositionMask> mask;
+  try {
+    if (known && known_length >= max_token_bytes_) {
+      mask = known;
+    } else {
+      mask = compute(item, context, known.get(), known_length, max_threads);
+    }
+  } catch (...) {
+    lock.lock();
+    computing_.erase(key);
+    computed_.notify_all();
+    throw;
+  }
+  lock.lock();
+  computing_.erase(key);
   auto [inserted, _] = entries_.emplace(key, std::move(mask));
-  siblings.push_back(Sibling{rule.repeat_left, inserted->second.get(), std::move(key)});
+  if (family) siblings_[family_key].push_back(Sibling{rule.repeat_left, std::move(key)});
+  computed_.notify_all();
   return *inserted->second;
+}
+
+void TokenMaskCache::precompute(std::span<const GrammarPosition> positions, int num_threads,
+                                std::chrono::steady_clock::time_point deadline) {
+  // Tasks: a repetition family's starts in one task, most copies left first, so that each starts
+  // from the one before it; every other position a task of its own.
+  std::map<std::pair<int32_t, std::vector<int32_t>>, std::vector<size_t>> families;
+  std::vector<std::vector<size_t>> tasks;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const ParserItem& item = positions[i].item;
+    const ByteRule& rule = grammar_.rules[grammar_.alternatives[item.alt].rule];
+    if (rule.repeat_family < 0 || item.dot != 0) {
+      tasks.push_back({i});
+      continue;
+    }
+    std::vector<int32_t> context;
+    for (const Site& site : positions[i].context) context.insert(context.end(), {site.alt, site.dot});
+    families[{rule.repeat_family, std::move(context)}].push_back(i);
+  }
+  for (auto& [_, members] : families) {
+    std::sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      auto left = [&](size_t i) { return grammar_.rules[grammar_.alternatives[positions[i].item.alt].rule].repeat_left; };
+      return left(a) > left(b);
+    });
+    tasks.push_back(std::move(members));
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t t = next++; t < tasks.size() && std::chrono::steady_clock::now() < deadline; t = next++)
+      for (size_t i : tasks[t]) get(positions[i].item, positions[i].context, 1);
+  };
+  std::vector<std::future<void>> running;
+  for (int t = 1; t < num_threads; ++t) running.push_back(std::async(std::launch::async, work));
+  work();
+  for (auto& f : running) f.get();
 }
 
 namespace {
@@ -146,7 +202,8 @@ void TokenMaskCache::classify(const ParserItem& start, std::span<const Site> con
 }
 
 std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, std::span<const Site> context,
-                                                      const PositionMask* known, size_t known_length) {
+                                                      const PositionMask* known, size_t known_length,
+                                                      int max_threads) {
   // Only tokens whose first byte the position takes cost a walk: first-byte ranges of about
   // equal numbers of them, one per thread (none where too few), joined in byte order.
   EarleyParser probe(grammar_);
@@ -161,8 +218,8 @@ std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, s
     live_before[b + 1] = live_before[b] + live;
   }
   const int64_t num_live = live_before[256];
-  const int num_threads = int(std::clamp<int64_t>(num_live / kMinTokensPerThread, 1,
-                                                  std::max(1u, std::thread::hardware_concurrency())));
+  const int64_t threads = max_threads > 0 ? max_threads : std::max(1u, std::thread::hardware_concurrency());
+  const int num_threads = int(std::clamp<int64_t>(num_live / kMinTokensPerThread, 1, threads));
   std::vector<int> bounds{0};
   for (int b = 1; b < 256 && int(bounds.size()) < num_threads; ++b)
     if (live_before[b] * num_threads >= num_live * int64_t(bounds.size())) bounds.push_back(b);

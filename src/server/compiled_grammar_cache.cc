@@ -13,18 +13,33 @@ std::shared_ptr<const grammar::TokenVocab> CompiledGrammarCache::vocab() {
 }
 
 std::shared_ptr<const grammar::CompiledGrammar> CompiledGrammarCache::get(const OutputConstraint& constraint) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = index_.find(constraint.key); it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->second;
-    }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (auto it = index_.find(constraint.key); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
   }
-  // Compiled outside the lock: other requests go on meanwhile. Two requests that race to compile
-  // the same constraint both do; the first one stored is kept.
-  auto compiled = std::make_shared<const grammar::CompiledGrammar>(*constraint.grammar, vocab());
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = index_.find(constraint.key); it != index_.end()) return it->second->second;
+  if (auto it = compiling_.find(constraint.key); it != compiling_.end()) {
+    auto pending = it->second;
+    lock.unlock();
+    return pending.get();  // rethrows the compile's error
+  }
+  std::promise<std::shared_ptr<const grammar::CompiledGrammar>> promise;
+  compiling_.emplace(constraint.key, promise.get_future().share());
+  lock.unlock();
+  // Compiled outside the lock: other constraints are compiled and looked up meanwhile.
+  std::shared_ptr<const grammar::CompiledGrammar> compiled;
+  try {
+    compiled = std::make_shared<const grammar::CompiledGrammar>(*constraint.grammar, vocab());
+    compiled->precompute();
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    lock.lock();
+    compiling_.erase(constraint.key);
+    throw;
+  }
+  promise.set_value(compiled);
+  lock.lock();
+  compiling_.erase(constraint.key);
   lru_.emplace_front(constraint.key, compiled);
   index_[constraint.key] = lru_.begin();
   if (lru_.size() > capacity_) {

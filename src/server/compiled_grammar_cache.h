@@ -2,11 +2,16 @@
 // TokenVocab (the tokenizer's tokens, the engine's EOS ids as stop tokens) is built once, on the
 // first constrained request, and the CompiledGrammars of the most recently used constraints are
 // kept (LRU, keyed by OutputConstraint::key) so that requests with the same schema share one
-// token-mask cache, which fills as their matchers visit grammar positions. Thread-safe.
+// token-mask cache. A grammar's cache is filled when it is compiled (CompiledGrammar::
+// precompute, within its default budget), in the request's own thread: the request waits for it,
+// as vLLM's wait for their grammar, while the engine's batch goes on without computing new
+// positions inside its steps. Requests that ask for a constraint being compiled wait for that
+// compile. Thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -47,6 +52,8 @@ class CompiledGrammarCache {
   using Entry = std::pair<std::string, std::shared_ptr<const grammar::CompiledGrammar>>;
   std::list<Entry> lru_;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  // Constraints being compiled, by key: their requests wait for the one compile.
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<const grammar::CompiledGrammar>>> compiling_;
 };
 
 }  // namespace brisk::server

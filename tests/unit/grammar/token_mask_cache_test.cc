@@ -1,10 +1,12 @@
-// The token-mask cache's reuse of a bounded repetition's entries: a position classified from a
-// sibling's entry (ByteRule::repeat_family), or sharing it where both bounds pass the longest
-// token, equals the position classified on its own, whichever siblings came first.
+// The token-mask cache: a bounded repetition's position classified from a sibling's entry
+// (ByteRule::repeat_family), or sharing it where both bounds pass the longest token, equals the
+// position classified on its own, whichever siblings came first; the positions precompute finds
+// are those walks reach.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <map>
 #include <random>
 
@@ -91,6 +93,63 @@ TEST(TokenMaskCache, RepetitionOfANullableChildIsNoFamily) {
     if (rule.repeat_family >= 0) ++members[rule.repeat_family];
   EXPECT_EQ(members.size(), 4u);
   for (const auto& [family, count] : members) EXPECT_EQ(count, 1) << g->byte_grammar().rules[family].name;
+}
+
+}  // namespace
+}  // namespace brisk::grammar
+
+namespace brisk::grammar {
+namespace {
+
+// After precompute, walks through the grammar find every position between characters computed
+// (the keys grammar_positions.h predicts are those the matcher asks for), and the masks equal
+// the reference (every token through the parser).
+TEST(TokenMaskCache, PrecomputedPositionsAreThoseTheMatcherReaches) {
+  std::vector<std::string> pieces = {"</s>", "{", "}", "\"", ":", ",", "[", "]", "a", "b", "ab", "true", "false",
+                                     "null", "0", "1", "-", ".", "e", " ", "\"t\":", "\"n\":[", "\"s\":\"",
+                                     "\"}", "]}", "\xc3\xa9", "\xc3", "\xa9", "t", "n", "s", "\\", "\\n"};
+  auto vocab = std::make_shared<const TokenVocab>(pieces, VocabEncoding::kRaw, std::vector<bool>(pieces.size(), false),
+                                                  std::vector<int32_t>{0});
+  const Grammar grammars[] = {
+      json_schema_to_grammar(R"({"type":"object","properties":{"t":{"type":"string","maxLength":5},
+                                 "n":{"type":"array","items":{"type":"boolean"},"maxItems":3},
+                                 "s":{"type":"string"}},"required":["t","n"]})",
+                             JsonSchemaOptions{.any_whitespace = false}),
+      parse_ebnf("root ::= \"\\\"\" [ab\\u00e9]{0,9} \"\\\"\" (\"}\" | \"b\" root)"),
+      parse_ebnf("root ::= \"[\" (\"a\" | \"b\" \"true\"?)* \"]\" (\",\" root)?"),
+      builtin_json_grammar(),
+  };
+  std::mt19937 rng(11);
+  for (size_t i = 0; i < std::size(grammars); ++i) {
+    const auto g = std::make_shared<const CompiledGrammar>(grammars[i], vocab);
+    const size_t precomputed = g->precompute(std::chrono::minutes(1));
+    EXPECT_GT(precomputed, 5u) << "grammar " << i;
+    size_t misses = 0, steps = 0;
+    for (int walk = 0; walk < 30; ++walk) {
+      GrammarMatcher m(g);
+      for (int step = 0; step < 16 && !m.is_terminated(); ++step) {
+        std::vector<uint32_t> cached(size_t(m.bitmask_words())), reference(size_t(m.bitmask_words()));
+        const size_t before = g->mask_cache().num_entries();
+        m.fill_next_token_bitmask(cached);
+        misses += g->mask_cache().num_entries() - before;
+        m.fill_next_token_bitmask_reference(reference);
+        ASSERT_EQ(cached, reference) << "grammar " << i << " walk " << walk << " step " << step;
+        std::vector<int32_t> ids = testing::mask_ids(cached, vocab->vocab_size());
+        // Whole characters only (no token ending inside é), so every position is between characters.
+        std::erase_if(ids, [&](int32_t id) {
+          const std::string& b = vocab->token_bytes(id);
+          return !b.empty() && (uint8_t(b.back()) == 0xc3 || uint8_t(b.front()) == 0xa9);
+        });
+        if (ids.empty()) break;
+        ASSERT_TRUE(m.accept_token(ids[rng() % ids.size()]));
+        ++steps;
+      }
+    }
+    EXPECT_GT(steps, 100u) << "grammar " << i;
+    if (i < 3) {  // the JSON grammar's nested values have shorter contexts at run time (recursion)
+      EXPECT_EQ(misses, 0u) << "grammar " << i << ": positions computed during the walks";
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "grammar/grammar_matcher.h"
 #include "server/compiled_grammar_cache.h"
@@ -39,6 +41,20 @@ TEST(CompiledGrammarCache, DropsTheLeastRecentlyUsed) {
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache.get(regex_constraint("a", "guided_regex")), a);
   EXPECT_NE(cache.get(regex_constraint("b", "guided_regex")), b);   // compiled again
+}
+
+// Requests that ask for a constraint at once get the one compile, its token-mask cache filled.
+TEST(CompiledGrammarCache, ConcurrentRequestsShareOneCompile) {
+  auto tokenizer = synthetic_tokenizer();
+  CompiledGrammarCache cache(*tokenizer, {});
+  const OutputConstraint constraint = regex_constraint("[a-z]{0,300}(,[0-9]{1,40})*", "guided_regex");
+  std::vector<std::shared_ptr<const grammar::CompiledGrammar>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t) threads.emplace_back([&, t] { got[t] = cache.get(constraint); });
+  for (std::thread& t : threads) t.join();
+  for (const auto& g : got) EXPECT_EQ(g, got[0]);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_GT(got[0]->mask_cache().num_entries(), 300u);  // the bounded string's positions, precomputed
 }
 
 // The grammar allows a stop token only where it can end; ids past the tokenizer's vocabulary
