@@ -53,6 +53,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
       ->group("Engine");
   cmd->add_flag("--enforce-eager", e.enforce_eager, "run decode steps op by op instead of CUDA graphs")
       ->group("Engine");
+  cmd->add_flag("--enable-jump-forward", e.enable_jump_forward,
+                "structured output: append the tokens of text the grammar forces instead of sampling them")
+      ->group("Engine");
   cmd->add_flag("--profile-steps", e.profile_steps,
                 "time every step (device and host) and report where the time goes, by step kind")
       ->group("Engine");
