@@ -141,6 +141,12 @@ int run_throughput(ThroughputArgs& args) {
   nlohmann::json out = summary_json("throughput", summary);
   out["preemptions"] = engine->stats().num_preemptions;
   if (schema) out["json_schema"] = args.json_schema;
+  if (args.engine.enable_jump_forward) {
+    const EngineStats stats = engine->stats();
+    out["forced_tokens"] = stats.num_forced_tokens;
+    fmt::print(stderr, "jump-forward: {} of {} generated tokens were forced\n", stats.num_forced_tokens,
+               stats.num_generated_tokens);
+  }
   report_step_profile(*engine, args.engine, out);
   if (args.json) fmt::print("{}\n", out.dump());
   else print_summary_lines(summary);

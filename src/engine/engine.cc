@@ -81,7 +81,8 @@ class EngineImpl final : public Engine {
   void apply_cancellations();
   // Validation at admission; an empty string means the request is fine.
   std::string check_request(const Request& r) const;
-  void append_token(Request& r, SampledToken sampled);
+  // forced: appended by jump-forward rather than sampled.
+  void append_token(Request& r, SampledToken sampled, bool forced = false);
   // With options.enable_jump_forward: appends the tokens of the text r's grammar forces next and
   // discards r's samples in flight (drawn before them).
   void jump_forward(Request& r);
@@ -447,7 +448,6 @@ void EngineImpl::collect_step(InFlightStep& f) {
     std::lock_guard<std::mutex> lock(mutex_);
     op_timer_->flush();  // waits for the next step's ops too: op timing runs without overlap
   }
-  int64_t num_appended = 0;
   for (SampledToken& s : sampled) {
     Request& r = *s.request;
     if (!r.arrived()) continue;  // drawn before forced tokens were appended: dropped
@@ -457,12 +457,10 @@ void EngineImpl::collect_step(InFlightStep& f) {
       continue;
     }
     append_token(r, std::move(s));
-    ++num_appended;
     if (!r.finished) jump_forward(r);
     if (!r.finished) r.blocks.commit_computed(r.tokens, 0);  // a block whose last token just arrived
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.num_generated_tokens += num_appended;
   if (profiler_) {
     auto seconds = [](auto from, auto to) { return std::chrono::duration<double>(to - from).count(); };
     profiler_->collected(f.shape, f.step.start.get(), std::move(f.step.done), seconds(begin, collected));
@@ -482,13 +480,19 @@ void EngineImpl::refresh_stats() {
   stats_.num_preemptions = scheduler_->num_preemptions();
 }
 
-void EngineImpl::append_token(Request& r, SampledToken sampled) {
+void EngineImpl::append_token(Request& r, SampledToken sampled, bool forced) {
   const int32_t token = sampled.token;
   if (r.matcher && !r.matcher->accept_token(token))  // the grammar allowed no token at all
     return finish(r, FinishReason::kError, fmt::format("structured output: the grammar allows no token after {} "
                                                        "generated tokens", r.num_generated));
   r.tokens.push_back(token);
   r.num_generated++;
+  r.num_forced += forced ? 1 : 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // counted before a client can see the token
+    stats_.num_generated_tokens++;
+    stats_.num_forced_tokens += forced ? 1 : 0;
+  }
   const SamplingParams& s = r.params;
   // An eos or stop token ends the request; its text is not part of the output (as in vLLM),
   // which matters when special tokens are kept. A grammar ends at the stop token it accepts.
@@ -538,14 +542,7 @@ void EngineImpl::jump_forward(Request& r) {
   if (n < 2) return;
   r.num_discarded += r.num_pending;
   r.num_pending = 0;
-  int64_t num_appended = 0;
-  for (; num_appended < static_cast<int64_t>(n) && !r.finished; ++num_appended) {
-    append_token(r, SampledToken{&r, ids[num_appended], 0.0f, {}});
-    r.num_forced++;
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  stats_.num_generated_tokens += num_appended;
-  stats_.num_forced_tokens += num_appended;
+  for (size_t i = 0; i < n && !r.finished; ++i) append_token(r, SampledToken{&r, ids[i], 0.0f, {}}, true);
 }
 
 void EngineImpl::take_prompt_logprobs(Request& r, RequestEvent& event) {

@@ -92,6 +92,7 @@ TEST_F(JumpForward, OutputsFollowTheGrammarInFewerSteps) {
   EXPECT_EQ(std::vector<int32_t>(r.tokens.begin(), r.tokens.begin() + static_cast<int64_t>(opening.size())), opening);
   const int64_t forced = after.num_forced_tokens - before.num_forced_tokens;
   const auto generated = static_cast<int64_t>(r.tokens.size());
+  EXPECT_EQ(after.num_generated_tokens - before.num_generated_tokens, generated);  // counted before the events
   // Three forced runs of several tokens each (the opening, '", "count": ', '", "note": "').
   EXPECT_GE(forced, static_cast<int64_t>(opening.size()) + 4);
   EXPECT_LT(after.num_steps - before.num_steps, generated) << "forced tokens take no step of their own";
