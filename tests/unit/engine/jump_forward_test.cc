@@ -14,13 +14,12 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/ebnf_parser.h"
 #include "grammar/regex_converter.h"
+#include "grammar_test_model.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace brisk {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Forced text at the start, after each choice and at the end; the choices are sampled.
 constexpr const char* kRecord = R"re(\{"answer": "(yes|no|maybe)", "count": [0-9], "note": "(fine|bad)"\})re";
@@ -28,54 +27,35 @@ constexpr const char* kRecord = R"re(\{"answer": "(yes|no|maybe)", "count": [0-9
 class JumpForward : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(testing::synthetic_tokenizer_model_dir());
+    model_ = new testing::GrammarTestModel();
+    plain_ = model_->engine().release();
     EngineOptions options;
-    options.model_dir = dir_->string();
-    options.dummy_weights = true;
-    options.num_kv_blocks = 256;
-    options.block_size = 4;
-    plain_ = Engine::create(options).release();
     options.enable_jump_forward = true;
-    engine_ = Engine::create(options).release();
-    tokenizer_ = Tokenizer::from_folder(*dir_).release();
-    vocab_ = new std::shared_ptr<const grammar::TokenVocab>(std::make_shared<grammar::TokenVocab>(
-        grammar::TokenVocab::from_tokenizer(*tokenizer_, engine_->eos_token_ids())));
-    prompt_ = new std::vector<int32_t>(tokenizer_->encode("Answer in the format asked for:", false));
+    engine_ = model_->engine(options).release();
   }
   static void TearDownTestSuite() {
     delete engine_;
     delete plain_;
-    delete tokenizer_;
-    delete vocab_;
-    delete prompt_;
-    delete dir_;
+    delete model_;
   }
 
   static std::shared_ptr<const grammar::CompiledGrammar> compile(const grammar::Grammar& g) {
-    return std::make_shared<grammar::CompiledGrammar>(g, *vocab_);
+    return model_->compile(g);
   }
   static GenerationRequest request(std::shared_ptr<const grammar::CompiledGrammar> g, uint64_t seed,
                                    int64_t max_tokens = 64) {
-    GenerationRequest r{*prompt_, {}};
-    r.sampling.temperature = 1.0f;
-    r.sampling.seed = seed;
-    r.sampling.max_tokens = max_tokens;
-    r.sampling.grammar = std::move(g);
-    return r;
+    return model_->request(std::move(g), seed, max_tokens);
   }
   // The tokens jump-forward appends for `text`: its encoding less the last token.
   static std::vector<int32_t> forced_tokens(const std::string& text) {
-    std::vector<int32_t> ids = tokenizer_->encode(text, false);
+    std::vector<int32_t> ids = model_->tokenizer().encode(text, false);
     ids.pop_back();
     return ids;
   }
 
-  static inline fs::path* dir_ = nullptr;
+  static inline testing::GrammarTestModel* model_ = nullptr;
   static inline Engine* plain_ = nullptr;
   static inline Engine* engine_ = nullptr;
-  static inline Tokenizer* tokenizer_ = nullptr;
-  static inline std::shared_ptr<const grammar::TokenVocab>* vocab_ = nullptr;
-  static inline std::vector<int32_t>* prompt_ = nullptr;
 };
 
 TEST_F(JumpForward, OutputsFollowTheGrammarInFewerSteps) {
@@ -102,7 +82,7 @@ TEST_F(JumpForward, OutputsFollowTheGrammarInFewerSteps) {
   const testing::RequestResult again = testing::run_request(*engine_, request(g, 5));
   EXPECT_EQ(again.tokens, r.tokens);
   EXPECT_GT(again.num_cached_prompt_tokens, 0);
-  EXPECT_LE(again.num_cached_prompt_tokens, static_cast<int64_t>(prompt_->size()));
+  EXPECT_LE(again.num_cached_prompt_tokens, static_cast<int64_t>(model_->prompt().size()));
 
   // Without jump-forward every token is sampled: as many steps as tokens.
   const EngineStats plain_before = plain_->stats();
@@ -132,7 +112,7 @@ TEST_F(JumpForward, TheNextDrawSeesTheForcedTokens) {
             forced);
 
   std::string rest = forced_text;
-  for (int32_t id : forced) rest.erase(0, (*vocab_)->token_bytes(id).size());
+  for (int32_t id : forced) rest.erase(0, model_->vocab().token_bytes(id).size());
   GenerationRequest oracle = req;
   oracle.prompt_ids.push_back(r.tokens[0]);
   oracle.prompt_ids.insert(oracle.prompt_ids.end(), forced.begin(), forced.end());
@@ -151,7 +131,7 @@ TEST_F(JumpForward, TokensDoNotDependOnNeighboursOrOverlap) {
   // draw of the request is in flight (and that draw discarded).
   std::vector<std::shared_ptr<RequestStream>> streams, neighbours;
   for (uint64_t seed = 0; seed < 4; ++seed) {
-    GenerationRequest free{*prompt_, {}};
+    GenerationRequest free{model_->prompt(), {}};
     free.sampling.seed = 100 + seed;
     free.sampling.max_tokens = 5 + 7 * static_cast<int64_t>(seed);
     free.sampling.ignore_eos = true;
@@ -165,7 +145,7 @@ TEST_F(JumpForward, TokensDoNotDependOnNeighboursOrOverlap) {
   for (auto& stream : neighbours) EXPECT_EQ(testing::collect(*stream).finish_reason, FinishReason::kLength);
   // A penalized neighbour makes every step wait for the one before: no draw is in flight when
   // forced text is found, and the tokens are the same again.
-  GenerationRequest penalized{*prompt_, {}};
+  GenerationRequest penalized{model_->prompt(), {}};
   penalized.sampling.max_tokens = 40;
   penalized.sampling.ignore_eos = true;
   penalized.sampling.repetition_penalty = 1.3f;

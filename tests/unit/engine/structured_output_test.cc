@@ -14,56 +14,36 @@
 #include "grammar/ebnf_parser.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/regex_converter.h"
+#include "grammar_test_model.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace brisk {
 namespace {
 
-namespace fs = std::filesystem;
+constexpr int32_t kEos = testing::GrammarTestModel::kEos;
 
-constexpr int32_t kEos = 1;  // <|end_of_text|> of the synthetic tokenizer
-
-// The synthetic byte-level tokenizer with a random-weight model (engine_test_util.h).
 class StructuredOutput : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(testing::synthetic_tokenizer_model_dir());
-    EngineOptions options;
-    options.model_dir = dir_->string();
-    options.dummy_weights = true;
-    options.num_kv_blocks = 256;
-    options.block_size = 4;
-    engine_ = Engine::create(options).release();
-    auto tokenizer = Tokenizer::from_folder(*dir_);
-    vocab_ = new std::shared_ptr<const grammar::TokenVocab>(std::make_shared<grammar::TokenVocab>(
-        grammar::TokenVocab::from_tokenizer(*tokenizer, engine_->eos_token_ids())));
-    prompt_ = new std::vector<int32_t>(tokenizer->encode("Answer in the format asked for:", false));
+    model_ = new testing::GrammarTestModel();
+    engine_ = model_->engine().release();
   }
   static void TearDownTestSuite() {
     delete engine_;
-    delete vocab_;
-    delete prompt_;
-    delete dir_;
+    delete model_;
   }
 
   static std::shared_ptr<const grammar::CompiledGrammar> compile(const grammar::Grammar& g) {
-    return std::make_shared<grammar::CompiledGrammar>(g, *vocab_);
+    return model_->compile(g);
   }
   static GenerationRequest request(std::shared_ptr<const grammar::CompiledGrammar> g, uint64_t seed,
                                    int64_t max_tokens = 64) {
-    GenerationRequest r{*prompt_, {}};
-    r.sampling.temperature = 1.0f;
-    r.sampling.seed = seed;
-    r.sampling.max_tokens = max_tokens;
-    r.sampling.grammar = std::move(g);
-    return r;
+    return model_->request(std::move(g), seed, max_tokens);
   }
 
-  static inline fs::path* dir_ = nullptr;
+  static inline testing::GrammarTestModel* model_ = nullptr;
   static inline Engine* engine_ = nullptr;
-  static inline std::shared_ptr<const grammar::TokenVocab>* vocab_ = nullptr;
-  static inline std::vector<int32_t>* prompt_ = nullptr;
 };
 
 TEST_F(StructuredOutput, EverySampleMatchesTheRegexAndEndsAtItsEnd) {
@@ -112,7 +92,7 @@ TEST_F(StructuredOutput, MaxTokensCutsTheGrammarWithLength) {
 
 TEST_F(StructuredOutput, GreedyPicksTheMostLikelyAllowedToken) {
   // Greedy under a one-of-two grammar equals the unconstrained greedy output where that is allowed.
-  GenerationRequest free{*prompt_, {}};
+  GenerationRequest free{model_->prompt(), {}};
   free.sampling.temperature = 0.0f;
   free.sampling.max_tokens = 1;
   free.sampling.ignore_eos = true;
@@ -129,7 +109,7 @@ TEST_F(StructuredOutput, GreedyPicksTheMostLikelyAllowedToken) {
 }
 
 TEST_F(StructuredOutput, UnconstrainedNeighboursAreUnchanged) {
-  GenerationRequest free{*prompt_, {}};
+  GenerationRequest free{model_->prompt(), {}};
   free.sampling.temperature = 1.0f;
   free.sampling.seed = 11;
   free.sampling.max_tokens = 24;
