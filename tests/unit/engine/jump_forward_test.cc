@@ -39,13 +39,6 @@ class JumpForward : public ::testing::Test {
     delete model_;
   }
 
-  static std::shared_ptr<const grammar::CompiledGrammar> compile(const grammar::Grammar& g) {
-    return model_->compile(g);
-  }
-  static GenerationRequest request(std::shared_ptr<const grammar::CompiledGrammar> g, uint64_t seed,
-                                   int64_t max_tokens = 64) {
-    return model_->request(std::move(g), seed, max_tokens);
-  }
   // The tokens jump-forward appends for `text`: its encoding less the last token.
   static std::vector<int32_t> forced_tokens(const std::string& text) {
     std::vector<int32_t> ids = model_->tokenizer().encode(text, false);
@@ -59,10 +52,10 @@ class JumpForward : public ::testing::Test {
 };
 
 TEST_F(JumpForward, OutputsFollowTheGrammarInFewerSteps) {
-  const auto g = compile(grammar::regex_to_grammar(kRecord));
+  const auto g = model_->compile(grammar::regex_to_grammar(kRecord));
   const std::regex language(kRecord);
   const EngineStats before = engine_->stats();
-  const testing::RequestResult r = testing::run_request(*engine_, request(g, 5));
+  const testing::RequestResult r = testing::run_request(*engine_, model_->request(g, 5));
   const EngineStats after = engine_->stats();
   ASSERT_EQ(r.finish_reason, FinishReason::kStop) << r.error << " text: " << r.text;
   EXPECT_TRUE(std::regex_match(r.text, language)) << r.text;
@@ -79,14 +72,14 @@ TEST_F(JumpForward, OutputsFollowTheGrammarInFewerSteps) {
 
   // Sent again, the prompt (and the forced opening after it) come from the prefix cache; only
   // prompt tokens are counted as cached ones.
-  const testing::RequestResult again = testing::run_request(*engine_, request(g, 5));
+  const testing::RequestResult again = testing::run_request(*engine_, model_->request(g, 5));
   EXPECT_EQ(again.tokens, r.tokens);
   EXPECT_GT(again.num_cached_prompt_tokens, 0);
   EXPECT_LE(again.num_cached_prompt_tokens, static_cast<int64_t>(model_->prompt().size()));
 
   // Without jump-forward every token is sampled: as many steps as tokens.
   const EngineStats plain_before = plain_->stats();
-  const testing::RequestResult p = testing::run_request(*plain_, request(g, 5));
+  const testing::RequestResult p = testing::run_request(*plain_, model_->request(g, 5));
   ASSERT_EQ(p.finish_reason, FinishReason::kStop) << p.error;
   EXPECT_TRUE(std::regex_match(p.text, language)) << p.text;
   EXPECT_EQ(plain_->stats().num_forced_tokens, plain_before.num_forced_tokens);
@@ -100,8 +93,8 @@ TEST_F(JumpForward, TheNextDrawSeesTheForcedTokens) {
   // The forced text ends in a space, which many tokens start with: the draw after the forced
   // tokens has a wide choice.
   const std::string forced_text = "QQ said the cat ";
-  const auto g = compile(grammar::parse_ebnf(R"(root ::= [a-z] "QQ said the cat " [a-z ]*)"));
-  GenerationRequest req = request(g, 0, 24);
+  const auto g = model_->compile(grammar::parse_ebnf(R"(root ::= [a-z] "QQ said the cat " [a-z ]*)"));
+  GenerationRequest req = model_->request(g, 0, 24);
   req.sampling.temperature = 0.0f;
   const testing::RequestResult r = testing::run_request(*engine_, req);
   ASSERT_NE(r.finish_reason, FinishReason::kError) << r.error;
@@ -117,16 +110,16 @@ TEST_F(JumpForward, TheNextDrawSeesTheForcedTokens) {
   oracle.prompt_ids.push_back(r.tokens[0]);
   oracle.prompt_ids.insert(oracle.prompt_ids.end(), forced.begin(), forced.end());
   oracle.sampling.max_tokens = req.sampling.max_tokens - 1 - static_cast<int64_t>(forced.size());
-  oracle.sampling.grammar = compile(grammar::parse_ebnf("root ::= " + nlohmann::json(rest).dump() + " [a-z ]*"));
+  oracle.sampling.grammar = model_->compile(grammar::parse_ebnf("root ::= " + nlohmann::json(rest).dump() + " [a-z ]*"));
   const testing::RequestResult o = testing::run_request(*plain_, oracle);
   EXPECT_EQ(std::vector<int32_t>(r.tokens.begin() + 1 + static_cast<int64_t>(forced.size()), r.tokens.end()), o.tokens)
       << r.text << " vs " << o.text;
 }
 
 TEST_F(JumpForward, TokensDoNotDependOnNeighboursOrOverlap) {
-  const auto g = compile(grammar::regex_to_grammar(kRecord));
+  const auto g = model_->compile(grammar::regex_to_grammar(kRecord));
   std::vector<testing::RequestResult> alone;
-  for (uint64_t seed = 0; seed < 4; ++seed) alone.push_back(testing::run_request(*engine_, request(g, seed)));
+  for (uint64_t seed = 0; seed < 4; ++seed) alone.push_back(testing::run_request(*engine_, model_->request(g, seed)));
   // Together, with unconstrained neighbours of other lengths: forced text is now found while a
   // draw of the request is in flight (and that draw discarded).
   std::vector<std::shared_ptr<RequestStream>> streams, neighbours;
@@ -136,7 +129,7 @@ TEST_F(JumpForward, TokensDoNotDependOnNeighboursOrOverlap) {
     free.sampling.max_tokens = 5 + 7 * static_cast<int64_t>(seed);
     free.sampling.ignore_eos = true;
     neighbours.push_back(engine_->submit(free));
-    streams.push_back(engine_->submit(request(g, seed)));
+    streams.push_back(engine_->submit(model_->request(g, seed)));
   }
   for (size_t i = 0; i < streams.size(); ++i) {
     const testing::RequestResult r = testing::collect(*streams[i]);
@@ -150,14 +143,14 @@ TEST_F(JumpForward, TokensDoNotDependOnNeighboursOrOverlap) {
   penalized.sampling.ignore_eos = true;
   penalized.sampling.repetition_penalty = 1.3f;
   auto penalized_stream = engine_->submit(penalized);
-  const testing::RequestResult r = testing::run_request(*engine_, request(g, 2));
+  const testing::RequestResult r = testing::run_request(*engine_, model_->request(g, 2));
   EXPECT_EQ(r.tokens, alone[2].tokens) << r.text << " vs " << alone[2].text;
   testing::collect(*penalized_stream);
 }
 
 TEST_F(JumpForward, SamplesOfOneRequestEachFollowTheGrammar) {
-  const auto g = compile(grammar::regex_to_grammar(kRecord));
-  GenerationRequest r = request(g, 9);
+  const auto g = model_->compile(grammar::regex_to_grammar(kRecord));
+  GenerationRequest r = model_->request(g, 9);
   r.sampling.n = 3;
   auto stream = engine_->submit(r);
   for (const testing::RequestResult& sample : testing::collect_samples(*stream, 3)) {
@@ -167,19 +160,19 @@ TEST_F(JumpForward, SamplesOfOneRequestEachFollowTheGrammar) {
 }
 
 TEST_F(JumpForward, MaxTokensCutsForcedText) {
-  const auto g = compile(grammar::parse_ebnf(R"(root ::= "the quick brown fox jumps over the lazy dog" [0-9])"));
-  const testing::RequestResult r = testing::run_request(*engine_, request(g, 1, 3));
+  const auto g = model_->compile(grammar::parse_ebnf(R"(root ::= "the quick brown fox jumps over the lazy dog" [0-9])"));
+  const testing::RequestResult r = testing::run_request(*engine_, model_->request(g, 1, 3));
   EXPECT_EQ(r.finish_reason, FinishReason::kLength);
   const std::vector<int32_t> forced = forced_tokens("the quick brown fox jumps over the lazy dog");
   ASSERT_GE(forced.size(), 3u);
   EXPECT_EQ(r.tokens, std::vector<int32_t>(forced.begin(), forced.begin() + 3));
   // The engine goes on serving.
-  EXPECT_EQ(testing::run_request(*engine_, request(g, 1)).finish_reason, FinishReason::kStop);
+  EXPECT_EQ(testing::run_request(*engine_, model_->request(g, 1)).finish_reason, FinishReason::kStop);
 }
 
 TEST_F(JumpForward, StopStringsCutForcedText) {
-  const auto g = compile(grammar::parse_ebnf(R"(root ::= [a-z] " said the cat, and sat down" [0-9])"));
-  GenerationRequest req = request(g, 4);
+  const auto g = model_->compile(grammar::parse_ebnf(R"(root ::= [a-z] " said the cat, and sat down" [0-9])"));
+  GenerationRequest req = model_->request(g, 4);
   req.sampling.stop = {"the cat"};
   const testing::RequestResult r = testing::run_request(*engine_, req);
   EXPECT_EQ(r.finish_reason, FinishReason::kStop);
@@ -187,8 +180,8 @@ TEST_F(JumpForward, StopStringsCutForcedText) {
 }
 
 TEST_F(JumpForward, RequestsReportingLogprobsSampleEveryToken) {
-  const auto g = compile(grammar::regex_to_grammar(kRecord));
-  GenerationRequest req = request(g, 3);
+  const auto g = model_->compile(grammar::regex_to_grammar(kRecord));
+  GenerationRequest req = model_->request(g, 3);
   req.sampling.logprobs = true;
   const int64_t before = engine_->stats().num_forced_tokens;
   const testing::RequestResult r = testing::run_request(*engine_, req);
