@@ -1,6 +1,6 @@
 // `brisk bench latency|throughput|serve`: TTFT and decode speed of small batches (batch 1 by
-// default) with the decode roofline ratio; offline throughput over many requests submitted at once to the engine; and the same
-// requests sent to an OpenAI-compatible server over HTTP (bench_serve.cc). Workloads are random
+// default) with the decode roofline ratio; offline throughput over many requests submitted at
+// once to the engine; and the same requests sent to an OpenAI-compatible server over HTTP (bench_serve.cc). Workloads are random
 // ids or ShareGPT conversations (bench_dataset.h).
 #include <chrono>
 #include <string>
@@ -100,9 +100,9 @@ nlohmann::json run_latency_batch(Engine& engine, const LatencyArgs& args, const 
   }
   const int64_t input_len = args.workload.input_len, output_len = args.workload.output_len;
   // A decode step reads every weight once plus the KV of the batch's contexts (mean length).
-  const double step_bytes =
-      static_cast<double>(engine.weight_bytes_per_step()) +
-      static_cast<double>(engine.kv_bytes_per_token()) * static_cast<double>(batch_size) * (input_len + output_len / 2.0);
+  const double kv_bytes = static_cast<double>(engine.kv_bytes_per_token()) * static_cast<double>(batch_size) *
+                         (static_cast<double>(input_len) + static_cast<double>(output_len) / 2.0);
+  const double step_bytes = static_cast<double>(engine.weight_bytes_per_step()) + kv_bytes;
   const double roofline_s = step_bytes / args.peak_bandwidth;
   return {{"batch_size", batch_size}, {"ttft_ms", ttft * 1e3}, {"tpot_ms", tpot * 1e3},
           {"decode_tokens_per_s", tpot > 0 ? static_cast<double>(batch_size) / tpot : 0},
@@ -133,8 +133,8 @@ int run_latency(LatencyArgs& args) {
              args.workload.output_len, args.num_iters);
   for (const nlohmann::json& r : out["runs"]) {
     const double tpot_ms = r["tpot_ms"];
-    fmt::print("batch {:4d}: TTFT {:.2f} ms | decode {:.2f} ms/step = {:.1f} tok/s | {:.1f} GB/s of weights+KV = {:.0f}% "
-               "of the {:.2f} TB/s roofline\n", r["batch_size"].get<int64_t>(), r["ttft_ms"].get<double>(), tpot_ms,
+    fmt::print("batch {:4d}: TTFT {:.2f} ms | decode {:.2f} ms/step = {:.1f} tok/s | {:.1f} GB/s of weights+KV = "
+               "{:.0f}% of the {:.2f} TB/s roofline\n", r["batch_size"].get<int64_t>(), r["ttft_ms"].get<double>(), tpot_ms,
                r["decode_tokens_per_s"].get<double>(), r["achieved_bandwidth_gb_per_s"].get<double>(),
                100 * r["roofline_ratio"].get<double>(), args.peak_bandwidth / 1e12);
   }
@@ -199,7 +199,7 @@ Runner add_bench_command(CLI::App& app) {
   bench->require_subcommand(1);
 
   CLI::App* lat =
-      bench->add_subcommand("latency", "Time to first token and decode speed of small batches, with the roofline ratio");
+      bench->add_subcommand("latency", "Time to first token and decode speed of small batches, with the roofline");
   add_engine_options(lat, latency->engine);
   lat->add_option("--input-len", latency->workload.input_len, "prompt tokens (random ids)")->capture_default_str();
   lat->add_option("--output-len", latency->workload.output_len, "generated tokens")->capture_default_str();

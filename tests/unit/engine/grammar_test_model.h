@@ -21,7 +21,8 @@ class GrammarTestModel {
   GrammarTestModel()
       : dir_(synthetic_tokenizer_model_dir()),
         tokenizer_(Tokenizer::from_folder(dir_)),
-        vocab_(std::make_shared<grammar::TokenVocab>(grammar::TokenVocab::from_tokenizer(*tokenizer_, std::vector<int32_t>{kEos}))),
+        vocab_(std::make_shared<grammar::TokenVocab>(
+            grammar::TokenVocab::from_tokenizer(*tokenizer_, std::vector<int32_t>{kEos}))),
         prompt_(tokenizer_->encode("Answer in the format asked for:", false)) {}
 
   // An engine over the model, with random weights and a cache of 256 blocks of 4 tokens.

@@ -110,7 +110,8 @@ TEST_F(JumpForward, TheNextDrawSeesTheForcedTokens) {
   oracle.prompt_ids.push_back(r.tokens[0]);
   oracle.prompt_ids.insert(oracle.prompt_ids.end(), forced.begin(), forced.end());
   oracle.sampling.max_tokens = req.sampling.max_tokens - 1 - static_cast<int64_t>(forced.size());
-  oracle.sampling.grammar = model_->compile(grammar::parse_ebnf("root ::= " + nlohmann::json(rest).dump() + " [a-z ]*"));
+  const std::string rest_grammar = "root ::= " + nlohmann::json(rest).dump() + " [a-z ]*";
+  oracle.sampling.grammar = model_->compile(grammar::parse_ebnf(rest_grammar));
   const testing::RequestResult o = testing::run_request(*plain_, oracle);
   EXPECT_EQ(std::vector<int32_t>(r.tokens.begin() + 1 + static_cast<int64_t>(forced.size()), r.tokens.end()), o.tokens)
       << r.text << " vs " << o.text;
@@ -160,7 +161,8 @@ TEST_F(JumpForward, SamplesOfOneRequestEachFollowTheGrammar) {
 }
 
 TEST_F(JumpForward, MaxTokensCutsForcedText) {
-  const auto g = model_->compile(grammar::parse_ebnf(R"(root ::= "the quick brown fox jumps over the lazy dog" [0-9])"));
+  const auto g =
+      model_->compile(grammar::parse_ebnf(R"(root ::= "the quick brown fox jumps over the lazy dog" [0-9])"));
   const testing::RequestResult r = testing::run_request(*engine_, model_->request(g, 1, 3));
   EXPECT_EQ(r.finish_reason, FinishReason::kLength);
   const std::vector<int32_t> forced = forced_tokens("the quick brown fox jumps over the lazy dog");

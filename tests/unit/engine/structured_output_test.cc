@@ -123,7 +123,8 @@ TEST_F(StructuredOutput, AGrammarOverALargerVocabularyIsRejected) {
   std::vector<std::string> pieces(1000, "a");
   auto big = std::make_shared<grammar::TokenVocab>(pieces, grammar::VocabEncoding::kRaw, std::vector<bool>(1000, false),
                                                    std::vector<int32_t>{kEos});
-  GenerationRequest r = model_->request(std::make_shared<grammar::CompiledGrammar>(grammar::regex_to_grammar("a+"), big), 0);
+  auto g = std::make_shared<grammar::CompiledGrammar>(grammar::regex_to_grammar("a+"), big);
+  GenerationRequest r = model_->request(std::move(g), 0);
   const testing::RequestResult result = testing::run_request(*engine_, r);
   EXPECT_EQ(result.finish_reason, FinishReason::kError);
   EXPECT_NE(result.error.find("the grammar's vocabulary has 1000 tokens, more than the model's 768"), std::string::npos)
