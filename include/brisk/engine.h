@@ -171,6 +171,7 @@ struct EngineStats {
   int64_t num_prefix_queried_tokens = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
+  int64_t num_graph_steps = 0;  // of them, forwards replayed from recorded graphs (pure decode steps)
   int64_t kv_capacity_tokens = 0;
   int64_t block_size = 0;  // tokens per KV block (EngineOptions::block_size)
 };

@@ -17,7 +17,7 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
   cmd->add_option("--max-model-len", e.max_model_len, "context length (default: the model's max_position_embeddings)")
       ->check(CLI::NonNegativeNumber)
       ->group("Model");
-  cmd->add_option("--backend", e.backend, "cpu or cuda")
+  cmd->add_option("--backend", e.backend, "cpu or cuda (cpu-graphs: the CPU through the graph paths, for tests)")
       ->capture_default_str()
       ->group("Engine");
   cmd->add_option("--tensor-parallel-size", e.tensor_parallel_size,

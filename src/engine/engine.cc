@@ -395,6 +395,7 @@ std::optional<EngineImpl::InFlightStep> EngineImpl::launch_step(bool overlapped)
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.num_steps++;
+  stats_.num_graph_steps += f.step.replayed ? 1 : 0;
   stats_.num_prompt_tokens_computed += prompt_tokens;
   return f;
 }
