@@ -149,6 +149,29 @@ TEST_F(JumpForward, TokensDoNotDependOnNeighboursOrOverlap) {
   testing::collect(*penalized_stream);
 }
 
+TEST_F(JumpForward, RecordedDecodeGraphsGiveTheSameTokens) {
+  // Decode steps replay recorded graphs (backend cpu-graphs) with masks applied after them;
+  // forced runs make mixed steps between them.
+  EngineOptions options;
+  options.enable_jump_forward = true;
+  options.backend = "cpu-graphs";
+  options.max_num_seqs = 8;
+  auto graphs = model_->engine(options);
+  const auto g = model_->compile(grammar::regex_to_grammar(kRecord));
+  std::vector<std::shared_ptr<RequestStream>> eager, replayed;
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    eager.push_back(engine_->submit(model_->request(g, seed)));
+    replayed.push_back(graphs->submit(model_->request(g, seed)));
+  }
+  for (size_t i = 0; i < eager.size(); ++i) {
+    const testing::RequestResult e = testing::collect(*eager[i]), r = testing::collect(*replayed[i]);
+    EXPECT_EQ(r.tokens, e.tokens) << r.text << " vs " << e.text;
+    EXPECT_EQ(r.finish_reason, FinishReason::kStop) << r.error;
+  }
+  EXPECT_GT(graphs->stats().num_graph_steps, 0);
+  EXPECT_GT(graphs->stats().num_forced_tokens, 0);
+}
+
 TEST_F(JumpForward, SamplesOfOneRequestEachFollowTheGrammar) {
   const auto g = model_->compile(grammar::regex_to_grammar(kRecord));
   GenerationRequest r = model_->request(g, 9);
