@@ -1,7 +1,7 @@
 // `brisk bench latency|throughput|serve`: TTFT and decode speed of small batches (batch 1 by
 // default) with the decode roofline ratio; offline throughput over many requests submitted at
-// once to the engine; and the same requests sent to an OpenAI-compatible server over HTTP (bench_serve.cc). Workloads are random
-// ids or ShareGPT conversations (bench_dataset.h).
+// once to the engine; and the same requests sent to an OpenAI-compatible server over HTTP
+// (bench_serve.cc). Workloads are random ids or ShareGPT conversations (bench_dataset.h).
 #include <chrono>
 #include <string>
 #include <vector>
@@ -134,8 +134,8 @@ int run_latency(LatencyArgs& args) {
   for (const nlohmann::json& r : out["runs"]) {
     const double tpot_ms = r["tpot_ms"];
     fmt::print("batch {:4d}: TTFT {:.2f} ms | decode {:.2f} ms/step = {:.1f} tok/s | {:.1f} GB/s of weights+KV = "
-               "{:.0f}% of the {:.2f} TB/s roofline\n", r["batch_size"].get<int64_t>(), r["ttft_ms"].get<double>(), tpot_ms,
-               r["decode_tokens_per_s"].get<double>(), r["achieved_bandwidth_gb_per_s"].get<double>(),
+               "{:.0f}% of the {:.2f} TB/s roofline\n", r["batch_size"].get<int64_t>(), r["ttft_ms"].get<double>(),
+               tpot_ms, r["decode_tokens_per_s"].get<double>(), r["achieved_bandwidth_gb_per_s"].get<double>(),
                100 * r["roofline_ratio"].get<double>(), args.peak_bandwidth / 1e12);
   }
   return 0;
