@@ -69,15 +69,14 @@ std::unique_ptr<RecordedGraph> ReplayGraphBackend::record_graph(const std::funct
   auto graph = std::make_unique<Graph>(inner_->allocator());
   recording_ = graph.get();
   allocator_.begin(graph.get());
-  try {
-    ops();
-  } catch (...) {
-    recording_ = nullptr;
-    allocator_.end();
-    throw;
-  }
-  recording_ = nullptr;
-  allocator_.end();
+  struct Stop {  // however ops() ends
+    ReplayGraphBackend& backend;
+    ~Stop() {
+      backend.recording_ = nullptr;
+      backend.allocator_.end();
+    }
+  } stop{*this};
+  ops();
   return graph;
 }
 

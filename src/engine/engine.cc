@@ -112,6 +112,8 @@ class EngineImpl final : public Engine {
   bool stop_ = false;
   EngineStats stats_;
   std::atomic<uint64_t> next_id_{1};
+  // EngineStats' token counts, kept apart from stats_ so that appending a token takes no lock.
+  std::atomic<int64_t> num_generated_tokens_{0}, num_forced_tokens_{0};
 
   // Engine thread only. Keyed by request id; the n samples of a request share it.
   std::unordered_multimap<uint64_t, std::unique_ptr<Request>> requests_;
@@ -181,7 +183,10 @@ void EngineImpl::cancel(uint64_t request_id) {
 
 EngineStats EngineImpl::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  EngineStats stats = stats_;
+  stats.num_generated_tokens = num_generated_tokens_.load(std::memory_order_relaxed);
+  stats.num_forced_tokens = num_forced_tokens_.load(std::memory_order_relaxed);
+  return stats;
 }
 
 StepProfile EngineImpl::step_profile() const {
@@ -489,11 +494,8 @@ void EngineImpl::append_token(Request& r, SampledToken sampled, bool forced) {
   r.tokens.push_back(token);
   r.num_generated++;
   r.num_forced += forced ? 1 : 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);  // counted before a client can see the token
-    stats_.num_generated_tokens++;
-    stats_.num_forced_tokens += forced ? 1 : 0;
-  }
+  num_generated_tokens_.fetch_add(1, std::memory_order_relaxed);  // counted before a client sees the token
+  if (forced) num_forced_tokens_.fetch_add(1, std::memory_order_relaxed);
   const SamplingParams& s = r.params;
   // An eos or stop token ends the request; its text is not part of the output (as in vLLM),
   // which matters when special tokens are kept. A grammar ends at the stop token it accepts.
