@@ -1,6 +1,6 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
-// scales in scratch, then the product by the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0) or on
-// CUDA cores (kernels/fp8/gemm_fp8.h).
+// scales in scratch, then the product by the decode kernel (small M) or the FP8 wgmma kernel
+// (both K % 128 == 0, N % 16 == 0), else on CUDA cores (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -8,8 +8,14 @@
 #include "backend/cuda/ops/op_checks.h"
 #include "core/error.h"
 
+#include <cstdlib>
+
 namespace brisk::cuda {
 namespace {
+
+int fp8_mma_max_rows() {
+  return std::getenv("BRISK_FP8_MMA_ROWS") ? std::atoi(std::getenv("BRISK_FP8_MMA_ROWS")) : 16;
+}
 
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
@@ -51,6 +57,10 @@ void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
   a.k = k;
   a.block_size = p.block_size;
   launch_quantize_fp8_rows(a, ctx.stream);
+  if (fp8_mma_supports(a.m, n, k) && a.m <= fp8_mma_max_rows()) {
+    launch_fp8_mma(a, ctx.stream);
+    return;
+  }
   if (!fp8_wgmma_supports(n, k)) {
     launch_gemm_fp8_cuda_cores(a, ctx.stream);
     return;

@@ -7,6 +7,7 @@
 #include <cuda_fp8.h>
 
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -32,6 +33,8 @@ __device__ float block_max(float v) {
 }
 
 __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(GemmFp8Args a) {
+  pdl_wait();  // x comes from the kernel before
+  pdl_release();
   const int64_t m = blockIdx.x, group = a.block_size > 0 ? a.block_size : a.k;
   const int64_t groups = (a.k + group - 1) / group;
   const void* row = row_ptr(a.x, a.x_type, m, a.x_stride);
@@ -78,7 +81,7 @@ __global__ void __launch_bounds__(kThreads) gemm_fp8_kernel(GemmFp8Args a) {
 
 void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream) {
   if (a.m == 0) return;
-  quantize_rows_kernel<<<a.m, kThreads, 0, stream>>>(a);
+  launch_pdl(quantize_rows_kernel, dim3(a.m), dim3(kThreads), 0, stream, a);
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
 
