@@ -198,10 +198,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
   float acc[kTokens / 2];
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.0f;
+  pdl_wait();  // block scales of x_q are read from global memory as the chunks are consumed
   fp8_consume<kTokens, kStages, kBlocks>(a, ring, tile, rows, acc);
-  // The kernel after this one may launch, and the outputs wait for the kernel before this one.
-  pdl_wait();
-  pdl_release();
+  pdl_release();  // the kernel after this one may launch
   wgmma_store<kTokens, false>(a, acc, ring.address, tile, rows);
 }
 
