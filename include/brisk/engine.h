@@ -49,6 +49,11 @@ struct EngineOptions {
   // Also time every op on the device, by step kind: Engine::op_profile(). Diagnostic: steps then
   // run op by op (no graphs) and the loop waits for each step's ops before the next.
   bool profile_ops = false;
+  // Structured output: where the grammar forces the text that follows a sampled token, append
+  // that text's tokens (the tokenizer's encoding less its last token, which is left to the model
+  // to join to what follows) instead of sampling them one step each. Off: every token is the
+  // model's choice under the mask. Not for requests that report logprobs (forced tokens have none).
+  bool enable_jump_forward = false;
   // Called while weights load, after each layer (a progress bar); may be empty.
   std::function<void(int64_t num_layers_done, int64_t num_layers)> on_load_progress;
 };
@@ -77,6 +82,8 @@ struct SamplingParams {
   bool skip_special_tokens = true;  // for the text of events
   // Most likely alternatives reported with each token (0 to kMaxTopLogprobs).
   int32_t top_logprobs = 0;
+  // The client reads each token's logprob (EngineOptions::enable_jump_forward skips the request).
+  bool logprobs = false;
   // Set: score the prompt (RequestEvent::prompt_logprobs) with this many most likely alternatives
   // per position (0 to kMaxTopLogprobs). The whole prompt is then computed: positions served by
   // the prefix cache would have no logits.
@@ -159,10 +166,12 @@ struct EngineStats {
   int64_t num_blocks_free = 0;
   int64_t num_prompt_tokens_computed = 0;  // prefill tokens run through the model
   int64_t num_generated_tokens = 0;
+  int64_t num_forced_tokens = 0;  // of them, appended by jump-forward (EngineOptions::enable_jump_forward)
   int64_t num_prefix_hit_tokens = 0;
   int64_t num_prefix_queried_tokens = 0;
   int64_t num_preemptions = 0;
   int64_t num_steps = 0;
+  int64_t num_graph_steps = 0;  // of them, forwards replayed from recorded graphs (pure decode steps)
   int64_t kv_capacity_tokens = 0;
   int64_t block_size = 0;  // tokens per KV block (EngineOptions::block_size)
 };

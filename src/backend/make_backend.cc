@@ -3,6 +3,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_communicator.h"
 #include "backend/op_timing_backend.h"
+#include "backend/replay_graph_backend.h"
 #include "core/error.h"
 #ifdef BRISK_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -14,6 +15,7 @@ namespace brisk {
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "cpu") return make_cpu_backend();
+  if (name == "cpu-graphs") return std::make_unique<ReplayGraphBackend>(make_cpu_backend());
 #ifdef BRISK_WITH_CUDA
   if (name == "cuda") return make_cuda_backend();
 #else
@@ -21,7 +23,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
     throw_error(ErrorCode::kUnsupported,
                 "backend 'cuda' requested but this brisk was built without CUDA (use the cuda preset)");
 #endif
-  throw_error(ErrorCode::kInvalidArgument, "unknown backend '{}' (expected cpu or cuda)", name);
+  throw_error(ErrorCode::kInvalidArgument, "unknown backend '{}' (expected cpu, cuda or cpu-graphs)", name);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, int rank) {
@@ -33,6 +35,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int rank) {
     return make_cuda_backend(ordinal);
   }
 #endif
+  BRISK_CHECK(name != "cpu-graphs" || rank == 0,
+              "backend 'cpu-graphs' runs one rank (its graphs would not record the collectives)");
   return make_backend(name);
 }
 

@@ -11,7 +11,8 @@
 
 namespace brisk {
 
-// "cpu", or "cuda" when brisk was built with CUDA; anything else is a clear error.
+// "cpu", or "cuda" when brisk was built with CUDA, or "cpu-graphs" (the CPU reference with
+// recorded graphs, replay_graph_backend.h); anything else is a clear error.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 // Rank `rank`'s backend of a tensor-parallel group: on CUDA, on the rank's GPU (the default
 // device + rank), which becomes the calling thread's device.

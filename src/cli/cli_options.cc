@@ -17,7 +17,7 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
   cmd->add_option("--max-model-len", e.max_model_len, "context length (default: the model's max_position_embeddings)")
       ->check(CLI::NonNegativeNumber)
       ->group("Model");
-  cmd->add_option("--backend", e.backend, "cpu or cuda")
+  cmd->add_option("--backend", e.backend, "cpu or cuda (cpu-graphs: the CPU through the graph paths, for tests)")
       ->capture_default_str()
       ->group("Engine");
   cmd->add_option("--tensor-parallel-size", e.tensor_parallel_size,
@@ -52,6 +52,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions& e) {
                          "do not reuse the KV blocks of shared prompt prefixes")
       ->group("Engine");
   cmd->add_flag("--enforce-eager", e.enforce_eager, "run decode steps op by op instead of CUDA graphs")
+      ->group("Engine");
+  cmd->add_flag("--enable-jump-forward", e.enable_jump_forward,
+                "structured output: append the tokens of text the grammar forces instead of sampling them")
       ->group("Engine");
   cmd->add_flag("--profile-steps", e.profile_steps,
                 "time every step (device and host) and report where the time goes, by step kind")

@@ -81,7 +81,11 @@ class EngineImpl final : public Engine {
   void apply_cancellations();
   // Validation at admission; an empty string means the request is fine.
   std::string check_request(const Request& r) const;
-  void append_token(Request& r, SampledToken sampled);
+  // forced: appended by jump-forward rather than sampled.
+  void append_token(Request& r, SampledToken sampled, bool forced = false);
+  // With options.enable_jump_forward: appends the tokens of the text r's grammar forces next and
+  // discards r's samples in flight (drawn before them).
+  void jump_forward(Request& r);
   // Moves r's scored prompt onto `event` once it is complete (sample 0's first event).
   void take_prompt_logprobs(Request& r, RequestEvent& event);
   // Samples 1..n-1 of r's request start once r (sample 0) has computed the prompt.
@@ -108,6 +112,8 @@ class EngineImpl final : public Engine {
   bool stop_ = false;
   EngineStats stats_;
   std::atomic<uint64_t> next_id_{1};
+  // EngineStats' token counts, kept apart from stats_ so that appending a token takes no lock.
+  std::atomic<int64_t> num_generated_tokens_{0}, num_forced_tokens_{0};
 
   // Engine thread only. Keyed by request id; the n samples of a request share it.
   std::unordered_multimap<uint64_t, std::unique_ptr<Request>> requests_;
@@ -177,7 +183,10 @@ void EngineImpl::cancel(uint64_t request_id) {
 
 EngineStats EngineImpl::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  EngineStats stats = stats_;
+  stats.num_generated_tokens = num_generated_tokens_.load(std::memory_order_relaxed);
+  stats.num_forced_tokens = num_forced_tokens_.load(std::memory_order_relaxed);
+  return stats;
 }
 
 StepProfile EngineImpl::step_profile() const {
@@ -332,8 +341,13 @@ void EngineImpl::admit_new_requests() {
     }
     if (row.has_penalties()) num_penalized_ += s.n;
     scheduler_->add(r.get());
+    Request& admitted = *r;
     const uint64_t id = r->id;
     requests_.emplace(id, std::move(r));
+    // Forced text at the start is computed with the prompt. Samples 1..n-1 start once sample 0
+    // has a token, so with n > 1 sample 0 waits for its first draw (the others then share the
+    // computed prompt through the prefix cache).
+    if (s.n == 1) jump_forward(admitted);
   }
 }
 
@@ -367,7 +381,7 @@ std::optional<EngineImpl::InFlightStep> EngineImpl::launch_step(bool overlapped)
   for (const auto& c : plan.chunks) {
     Request& r = *c.request;
     // A decode computes the one token its previous step sampled; the rest is prompt (or the
-    // recomputation of a preempted sequence).
+    // recomputation of a preempted sequence, or forced tokens).
     const bool decode = c.num_new_tokens == 1 && r.blocks.num_computed() >= static_cast<int64_t>(r.prompt.size());
     if (!decode) prompt_tokens += c.num_new_tokens;
     r.blocks.commit_computed(r.tokens, c.num_new_tokens);  // the device computes in queue order
@@ -386,6 +400,7 @@ std::optional<EngineImpl::InFlightStep> EngineImpl::launch_step(bool overlapped)
   }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.num_steps++;
+  stats_.num_graph_steps += f.step.replayed ? 1 : 0;
   stats_.num_prompt_tokens_computed += prompt_tokens;
   return f;
 }
@@ -396,7 +411,8 @@ void EngineImpl::sample_step(InFlightStep& f) {
     if (f.needs_masks) {
       const std::vector<Request*>& sampling = f.step.sampling;
       for (size_t row = 0; row < sampling.size(); ++row)
-        if (sampling[row]->matcher && !sampling[row]->finished) masks.rows.push_back(static_cast<int32_t>(row));
+        if (sampling[row]->matcher && !sampling[row]->finished && sampling[row]->num_discarded == 0)
+          masks.rows.push_back(static_cast<int32_t>(row));  // a discarded row's draw is dropped
       const int64_t num_words = runner_->mask_words();
       masks.words.assign(masks.rows.size() * num_words, 0u);
       std::vector<uint64_t> hashes(masks.rows.size());
@@ -428,7 +444,7 @@ void EngineImpl::collect_step(InFlightStep& f) {
   } catch (const std::exception& e) {
     spdlog::error("step failed: {}", e.what());
     for (Request* r : f.step.sampling) {
-      r->num_pending--;
+      r->arrived();
       if (!r->finished) finish(*r, FinishReason::kError, fmt::format("step failed: {}", e.what()));
     }
     return;
@@ -438,21 +454,19 @@ void EngineImpl::collect_step(InFlightStep& f) {
     std::lock_guard<std::mutex> lock(mutex_);
     op_timer_->flush();  // waits for the next step's ops too: op timing runs without overlap
   }
-  int64_t num_appended = 0;
   for (SampledToken& s : sampled) {
     Request& r = *s.request;
-    r.num_pending--;
+    if (!r.arrived()) continue;  // drawn before forced tokens were appended: dropped
     if (r.finished) continue;  // it stopped at an earlier token, or was cancelled: the token is dropped
     if (r.params.max_tokens == 0) {  // it only scored its prompt: the token is dropped
       finish(r, FinishReason::kLength);
       continue;
     }
     append_token(r, std::move(s));
-    ++num_appended;
+    if (!r.finished) jump_forward(r);
     if (!r.finished) r.blocks.commit_computed(r.tokens, 0);  // a block whose last token just arrived
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.num_generated_tokens += num_appended;
   if (profiler_) {
     auto seconds = [](auto from, auto to) { return std::chrono::duration<double>(to - from).count(); };
     profiler_->collected(f.shape, f.step.start.get(), std::move(f.step.done), seconds(begin, collected));
@@ -472,13 +486,16 @@ void EngineImpl::refresh_stats() {
   stats_.num_preemptions = scheduler_->num_preemptions();
 }
 
-void EngineImpl::append_token(Request& r, SampledToken sampled) {
+void EngineImpl::append_token(Request& r, SampledToken sampled, bool forced) {
   const int32_t token = sampled.token;
   if (r.matcher && !r.matcher->accept_token(token))  // the grammar allowed no token at all
     return finish(r, FinishReason::kError, fmt::format("structured output: the grammar allows no token after {} "
                                                        "generated tokens", r.num_generated));
   r.tokens.push_back(token);
   r.num_generated++;
+  r.num_forced += forced ? 1 : 0;
+  num_generated_tokens_.fetch_add(1, std::memory_order_relaxed);  // counted before a client sees the token
+  if (forced) num_forced_tokens_.fetch_add(1, std::memory_order_relaxed);
   const SamplingParams& s = r.params;
   // An eos or stop token ends the request; its text is not part of the output (as in vLLM),
   // which matters when special tokens are kept. A grammar ends at the stop token it accepts.
@@ -502,6 +519,35 @@ void EngineImpl::append_token(Request& r, SampledToken sampled) {
   if (static_cast<int64_t>(r.tokens.size()) >= r.token_limit) finish(r, FinishReason::kLength);
 }
 
+void EngineImpl::jump_forward(Request& r) {
+  const SamplingParams& s = r.params;
+  // Forced tokens are not scored, and a scored prompt is delivered on the first token's event.
+  if (!options_.enable_jump_forward || !r.matcher || !tokenizer_ || s.logprobs || s.top_logprobs > 0 ||
+      s.prompt_logprobs)
+    return;
+  const std::string forced = r.matcher->find_jump_forward_string();
+  if (forced.size() < 3) return;  // fewer than three tokens: nothing to gain (see below)
+  std::vector<int32_t> ids = tokenizer_->encode(forced, false);
+  ids.pop_back();  // left to the model, which may join the forced text's end to what follows
+  // Tokens whose bytes continue the forced text: a tokenizer may add a prefix space or find a
+  // special token in it, and the rest is then left to sampling.
+  const grammar::TokenVocab& vocab = s.grammar->vocab();
+  const auto room = static_cast<size_t>(r.token_limit - static_cast<int64_t>(r.tokens.size()));
+  size_t n = 0;
+  for (size_t num_bytes = 0; n < ids.size() && n < room; ++n) {
+    const int32_t id = ids[n];
+    if (id < 0 || id >= vocab.vocab_size() || vocab.is_special(id) || vocab.is_stop(id)) break;
+    const std::string& bytes = vocab.token_bytes(id);
+    if (bytes.empty() || forced.compare(num_bytes, bytes.size(), bytes) != 0) break;
+    num_bytes += bytes.size();
+  }
+  // The sample in flight is discarded and the request skips a step: one forced token gains nothing.
+  if (n < 2) return;
+  r.num_discarded += r.num_pending;
+  r.num_pending = 0;
+  for (size_t i = 0; i < n && !r.finished; ++i) append_token(r, SampledToken{&r, ids[i], 0.0f, {}}, true);
+}
+
 void EngineImpl::take_prompt_logprobs(Request& r, RequestEvent& event) {
   if (r.prompt_logprobs.size() != r.prompt.size()) return;  // not asked for, not complete, or delivered
   event.prompt_logprobs = std::move(r.prompt_logprobs);
@@ -511,12 +557,15 @@ void EngineImpl::take_prompt_logprobs(Request& r, RequestEvent& event) {
 void EngineImpl::start_waiting_samples(Request& r) {
   // The prompt's full blocks are committed to the prefix cache by now (step() commits before
   // appending), so each sample computes at most the prompt's last partial block.
+  std::vector<Request*> started;
   for (auto& sample : r.waiting_samples) {
     scheduler_->add(sample.get());
+    started.push_back(sample.get());
     const uint64_t id = sample->id;
     requests_.emplace(id, std::move(sample));
   }
   r.waiting_samples.clear();
+  for (Request* sample : started) jump_forward(*sample);
 }
 
 void EngineImpl::finish(Request& r, FinishReason reason, std::string error) {

@@ -153,6 +153,7 @@ void ModelRunner::launch_rank(int r, const StepInputs& in, LaunchedStep& step, b
   if (rank.graphs && !scores && rank.graphs->covers(in.chunks)) {
     feed(rank.graphs->prepare(in.chunks));
     rank.logits[step.slot] = rank.graphs->replay(static_cast<int64_t>(in.chunks.size()));
+    if (r == 0) step.replayed = true;
     return;
   }
   BatchInputs inputs(in.chunks, rank.cache->block_size());

@@ -44,6 +44,7 @@ struct LaunchedStep {
   std::vector<Request*> sampling;  // the requests that sample, in the order of their rows
   int slot = 0;                    // host buffers its results are copied into
   int64_t top_k = 0;               // top logprobs per row (the most any row asked for)
+  bool replayed = false;           // its forward replayed a recorded graph
   // Prompt scoring, in the order of its rows (results in the slot's host buffers).
   std::vector<PromptRows> prompt_rows;
   int64_t prompt_top_k = 0;        // alternatives per scored row (the most any request asked for)

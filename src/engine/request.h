@@ -47,10 +47,14 @@ struct Request {
   SamplingRow row;                 // what the sampling op gets (seed fixed at admission)
   std::vector<int32_t> tokens;     // prompt + generated tokens the host has received
   int64_t num_generated = 0;       // generated tokens in `tokens`
+  int64_t num_forced = 0;          // of them, appended by jump-forward rather than sampled
   // Tokens sampled by launched steps that the host has not received yet (0..2). The latest of
   // them is row pending_row of the latest launched step's sampled ids, on the device.
   int32_t num_pending = 0;
   int32_t pending_row = -1;
+  // Samples in flight that the host drops when they arrive, older than the pending ones: drawn
+  // after a token whose forced text was then appended (jump-forward), so at the wrong place.
+  int32_t num_discarded = 0;
   int64_t token_limit = 0;         // the request ends at this many tokens (max_tokens or the context)
   bool finished = false;           // ended; a step still in flight may hold a token for it
   int64_t num_cached_prompt_tokens = 0;
@@ -73,6 +77,15 @@ struct Request {
   // Rows of the prompt still to score (see num_prompt_rows_launched).
   bool scores_prompt() const {
     return index == 0 && params.prompt_logprobs && num_prompt_rows_launched < static_cast<int64_t>(prompt.size()) - 1;
+  }
+  // One of its samples in flight arrived (or its step failed): false when it was discarded.
+  bool arrived() {
+    if (num_discarded > 0) {
+      --num_discarded;
+      return false;
+    }
+    --num_pending;
+    return true;
   }
   // Known and pending tokens: what the next steps compute on.
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()) + num_pending; }

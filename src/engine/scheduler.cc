@@ -75,7 +75,9 @@ bool Scheduler::admit(Request* r, int64_t budget, BatchPlan& plan) {
   // A request scoring its prompt computes all of it: cached positions would have no logits.
   if (!r->prefix_matched && !r->scores_prompt()) {
     int64_t cached = r->blocks.match_prefix(r->tokens);
-    if (r->num_generated == 0) r->num_cached_prompt_tokens = cached;
+    // Forced tokens (jump-forward) may follow the prompt before anything was sampled.
+    if (r->num_generated == r->num_forced)
+      r->num_cached_prompt_tokens = std::min<int64_t>(cached, static_cast<int64_t>(r->prompt.size()));
     r->prefix_matched = true;
   }
   const int64_t n = std::min(r->num_uncomputed(), budget);

@@ -1,6 +1,7 @@
 #include "grammar/grammar_matcher.h"
 
 #include <algorithm>
+#include <bitset>
 
 #include "core/error.h"
 
@@ -138,21 +139,49 @@ void GrammarMatcher::fill_next_token_bitmask_reference(std::span<uint32_t> words
   }
 }
 
+int GrammarMatcher::forced_next_byte() {
+  const ByteGrammar& g = parser_.grammar();
+  // Bytes that items surely take (a byte element, an ASCII member of a class), and bytes that
+  // only the parser can tell (inside or at the start of a multi-byte character).
+  std::bitset<256> sure, unsure;
+  for (const ParserItem& item : parser_.current_items()) {
+    if (!parser_.is_scannable(item)) continue;
+    if (item.utf8 != 0) {
+      for (int b = 0x80; b < 0xc0; ++b) unsure.set(size_t(b));
+      continue;
+    }
+    const Alternative& alt = g.alternatives[item.alt];
+    const Element& el = g.elements[alt.begin + item.dot];
+    if (el.kind == ElementKind::kByte) {
+      sure.set(size_t(uint8_t(el.value)));
+      continue;
+    }
+    const ByteClass& cls = g.classes[el.value];
+    for (size_t b = 0; b < 128; ++b) sure[b] = sure[b] || cls.ascii[b];
+    if (cls.may_contain(0x80, 0x10ffff)) {
+      for (int b = 0xc0; b < 0x100; ++b) unsure.set(size_t(b));
+    }
+  }
+  if (sure.count() > 1) return 256;
+  int found = -1;
+  for (int b = 0; b < 256; ++b) {
+    if (sure[size_t(b)]) found = b;
+  }
+  for (int b = 0x80; b < 0x100; ++b) {
+    if (!unsure[size_t(b)] || b == found || !parser_.advance(uint8_t(b))) continue;
+    parser_.pop(1);
+    if (found >= 0) return 256;
+    found = b;
+  }
+  return found;
+}
+
 std::string GrammarMatcher::find_jump_forward_string() {
   std::string forced;
   if (terminated_) return forced;
   while (!parser_.can_end()) {
-    int next = -1;
-    for (int b = 0; b < 256; ++b) {
-      if (!parser_.advance(uint8_t(b))) continue;
-      parser_.pop(1);
-      if (next >= 0) {
-        next = 256;
-        break;
-      }
-      next = b;
-    }
-    if (next < 0 || next == 256) break;
+    const int next = forced_next_byte();
+    if (next < 0 || next > 255) break;
     parser_.advance(uint8_t(next));
     forced += char(next);
   }

@@ -46,6 +46,8 @@ class GrammarMatcher {
 
  private:
   bool token_accepted_now(const std::string& bytes);
+  // The one byte the grammar allows next: -1 when none, 256 when several.
+  int forced_next_byte();
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   EarleyParser parser_;

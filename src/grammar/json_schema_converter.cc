@@ -237,9 +237,12 @@ class SchemaConverter {
     if (!schema.contains(key)) return std::nullopt;
     const Json& v = schema[key];
     if (!v.is_number()) fail(pointer + "/" + key, "must be a number");
-    double d = v.get<double>();
-    if (d != double(int64_t(d))) fail(pointer + "/" + key, "must be an integer");
-    return int64_t(d);
+    // Within +-2^53, where a double holds every integer (and bounds adjusted by one stay in range).
+    constexpr double kLimit = 9007199254740992.0;
+    const double d = v.get<double>();
+    if (!(std::abs(d) <= kLimit)) fail(pointer + "/" + key, "must be an integer in [-2^53, 2^53]");
+    if (d != std::floor(d)) fail(pointer + "/" + key, "must be an integer");
+    return static_cast<int64_t>(d);
   }
 
   std::string convert_string(const Json& schema, const std::string& name, const std::string& pointer) {

@@ -15,23 +15,35 @@ TokenMaskCache::TokenMaskCache(const ByteGrammar& grammar, const TokenVocab& voc
   for (int32_t id : vocab_.sorted()) max_token_bytes_ = std::max(max_token_bytes_, vocab_.token_bytes(id).size());
 }
 
+std::vector<int32_t> PositionMask::accepted_tokens() const {
+  std::vector<int32_t> ids = accepted_ids;
+  for (size_t w = 0; w < accepted_bits.size(); ++w)
+    for (uint32_t bits = accepted_bits[w]; bits != 0; bits &= bits - 1)
+      ids.push_back(int32_t(w * 32 + size_t(std::countr_zero(bits))));
+  return ids;
+}
+
+const ByteRule* TokenMaskCache::repetition_start(const ParserItem& item) const {
+  const ByteRule& rule = grammar_.rules[grammar_.alternatives[item.alt].rule];
+  return rule.repeat_family >= 0 && item.dot == 0 && item.utf8 == 0 ? &rule : nullptr;
+}
+
 size_t TokenMaskCache::num_entries() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return entries_.size();
 }
 
 const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const Site> context, int max_threads) {
-  Key context_key;
   auto append = [](Key& key, int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
-  for (const Site& site : context) {
-    append(context_key, site.alt);
-    append(context_key, site.dot);
-  }
   Key key;
   append(key, item.alt);
   append(key, item.dot);
   append(key, int32_t(item.utf8));
-  key += context_key;
+  constexpr size_t kItemBytes = 3 * sizeof(int32_t);  // the context's sites follow
+  for (const Site& site : context) {
+    append(key, site.alt);
+    append(key, site.dot);
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (auto it = entries_.find(key); it != entries_.end()) return *it->second;
@@ -39,14 +51,14 @@ const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const 
     computed_.wait(lock);  // another thread computes this position
   }
   computing_.insert(key);
-  const ByteRule& rule = grammar_.rules[grammar_.alternatives[item.alt].rule];
-  const bool family = rule.repeat_family >= 0 && item.dot == 0 && item.utf8 == 0;
+  const ByteRule* family = repetition_start(item);
   Key family_key;
   std::shared_ptr<const PositionMask> known;
   size_t known_length = 0;
-  if (family) {
+  if (family != nullptr) {
+    const ByteRule& rule = *family;
     append(family_key, rule.repeat_family);
-    family_key += context_key;
+    family_key.append(key, kItemBytes);
     const Sibling* best = nullptr;
     for (const Sibling& s : siblings_[family_key])
       if (best == nullptr || std::min(s.left, rule.repeat_left) > std::min(best->left, rule.repeat_left)) best = &s;
@@ -73,7 +85,7 @@ const PositionMask& TokenMaskCache::get(const ParserItem& item, std::span<const 
   lock.lock();
   computing_.erase(key);
   auto [inserted, _] = entries_.emplace(key, std::move(mask));
-  if (family) siblings_[family_key].push_back(Sibling{rule.repeat_left, std::move(key)});
+  if (family != nullptr) siblings_[family_key].push_back(Sibling{family->repeat_left, std::move(key)});
   computed_.notify_all();
   return *inserted->second;
 }
@@ -85,20 +97,18 @@ void TokenMaskCache::precompute(std::span<const GrammarPosition> positions, int 
   std::map<std::pair<int32_t, std::vector<int32_t>>, std::vector<size_t>> families;
   std::vector<std::vector<size_t>> tasks;
   for (size_t i = 0; i < positions.size(); ++i) {
-    const ParserItem& item = positions[i].item;
-    const ByteRule& rule = grammar_.rules[grammar_.alternatives[item.alt].rule];
-    if (rule.repeat_family < 0 || item.dot != 0) {
+    const ByteRule* rule = repetition_start(positions[i].item);
+    if (rule == nullptr) {
       tasks.push_back({i});
       continue;
     }
     std::vector<int32_t> context;
     for (const Site& site : positions[i].context) context.insert(context.end(), {site.alt, site.dot});
-    families[{rule.repeat_family, std::move(context)}].push_back(i);
+    families[{rule->repeat_family, std::move(context)}].push_back(i);
   }
   for (auto& [_, members] : families) {
     std::sort(members.begin(), members.end(), [&](size_t a, size_t b) {
-      auto left = [&](size_t i) { return grammar_.rules[grammar_.alternatives[positions[i].item.alt].rule].repeat_left; };
-      return left(a) > left(b);
+      return repetition_start(positions[a].item)->repeat_left > repetition_start(positions[b].item)->repeat_left;
     });
     tasks.push_back(std::move(members));
   }
@@ -241,13 +251,8 @@ std::unique_ptr<PositionMask> TokenMaskCache::compute(const ParserItem& start, s
   }
   if (known != nullptr) {
     auto is_known = [&](int32_t id) { return vocab_.token_bytes(id).size() <= known_length; };
-    for (int32_t id : known->accepted_ids)
+    for (int32_t id : known->accepted_tokens())
       if (is_known(id)) accepted.push_back(id);
-    for (size_t w = 0; w < known->accepted_bits.size(); ++w)
-      for (uint32_t bits = known->accepted_bits[w]; bits != 0; bits &= bits - 1) {
-        const int32_t id = int32_t(w * 32 + size_t(std::countr_zero(bits)));
-        if (is_known(id)) accepted.push_back(id);
-      }
     for (int32_t index : known->uncertain)
       if (is_known(vocab_.sorted()[index])) mask->uncertain.push_back(index);
     std::sort(mask->uncertain.begin(), mask->uncertain.end());

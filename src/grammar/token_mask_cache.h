@@ -45,6 +45,8 @@ struct PositionMask {
   std::vector<int32_t> accepted_ids;
   // Uncertain tokens as indices into TokenVocab::sorted() (so that they stay in byte order).
   std::vector<int32_t> uncertain;
+
+  std::vector<int32_t> accepted_tokens() const;  // the ids of either form
 };
 
 // The most certain parents a cache entry takes into account (EarleyParser::find_context): deeper
@@ -84,6 +86,10 @@ class TokenMaskCache {
   // Tokens of more than `min_length` bytes whose first byte is in [first_byte, end_byte).
   void classify(const ParserItem& item, std::span<const Site> context, int first_byte, int end_byte,
                 size_t min_length, Classified& out) const;
+
+  // The item's rule when the item starts a copy of a bounded repetition (a family member at its
+  // first element, between characters), else null.
+  const ByteRule* repetition_start(const ParserItem& item) const;
 
   struct Sibling {
     int32_t left;  // copies the position still allows

@@ -128,6 +128,7 @@ SamplingParams resolve_sampling(const ServerState& state, const GenerationOption
                                 int64_t default_max_tokens) {
   SamplingParams sampling = options.sampling;
   sampling.max_tokens = options.max_tokens.value_or(default_max_tokens);
+  sampling.logprobs = options.logprobs;
   if (sampling.min_tokens > sampling.max_tokens)
     throw_invalid("min_tokens", "'min_tokens' ({}) must not exceed max_tokens ({})", sampling.min_tokens,
                   sampling.max_tokens);

@@ -1,6 +1,6 @@
-// `brisk bench throughput` and `brisk bench serve` end to end: ShareGPT workloads (vLLM's length
-// filter, answer lengths as output lengths, no silent repeats, vocabulary checks) and the HTTP
-// benchmark against brisk's own server or one that is not there.
+// `brisk bench latency|throughput|serve` end to end: latency over batch sizes, ShareGPT workloads
+// (vLLM's length filter, answer lengths as output lengths, no silent repeats, vocabulary checks)
+// and the HTTP benchmark against brisk's own server or one that is not there.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -182,6 +182,35 @@ void expect_sane_figures(const nlohmann::json& json) {
     EXPECT_LT(d["p99"].get<double>(), 1000 * json["seconds"].get<double>() + 1) << key;
   }
   EXPECT_LE(json["ttft_ms"]["p50"].get<double>(), json["e2e_ms"]["p50"].get<double>());
+}
+
+TEST(BenchLatency, EachBatchSizeRunsInTurn) {
+  const fs::path model = dummy_model(false);
+  const RunResult r = run_brisk("bench latency --model " + model.string() +
+                                " --dummy-weights --input-len 8 --output-len 6 --num-iters 1 --batch-size 1,3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["input_len"], 8);
+  EXPECT_EQ(j["output_len"], 6);
+  ASSERT_EQ(j["runs"].size(), 2u) << r.out;
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& run = j["runs"][i];
+    EXPECT_EQ(run["batch_size"], i == 0 ? 1 : 3);
+    EXPECT_GT(run["tpot_ms"].get<double>(), 0);
+    const double tokens_per_s = run["batch_size"].get<double>() * 1e3 / run["tpot_ms"].get<double>();
+    EXPECT_NEAR(run["decode_tokens_per_s"].get<double>(), tokens_per_s, 1e-6);
+  }
+  // Three sequences' KV on top of the same weights.
+  EXPECT_GT(j["runs"][1]["bytes_per_step"].get<double>(), j["runs"][0]["bytes_per_step"].get<double>());
+}
+
+TEST(BenchLatency, ABatchLargerThanTheEngineTakesIsRefused) {
+  const fs::path model = dummy_model(false);
+  const RunResult r = run_brisk("bench latency --model " + model.string() +
+                                " --dummy-weights --max-num-seqs 4 --batch-size 1,8 --json");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--batch-size 8 exceeds --max-num-seqs 4"), std::string::npos) << r.err;
+  EXPECT_NE(run_brisk("bench latency --model " + model.string() + " --dummy-weights --batch-size 0").exit_code, 0);
 }
 
 TEST(BenchServe, BriskServerInThisProcess) {

@@ -129,6 +129,23 @@ TEST_P(HfGoldens, GreedyTokensMatch) {
   }
 }
 
+// The same through recorded graphs (backend "cpu-graphs"): the prompts decode together, in the
+// decode graphs of buckets 1 to 8 with padding rows.
+TEST_P(HfGoldens, GreedyTokensMatchThroughRecordedGraphs) {
+  EngineOptions options;
+  options.model_dir = dir_.string();
+  options.num_kv_blocks = 64;
+  options.backend = "cpu-graphs";
+  options.max_num_seqs = 8;
+  auto engine = Engine::create(options);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < goldens_.prompts.size(); ++i)
+    streams.push_back(engine->submit(greedy_request(goldens_.prompts[i], goldens_.greedy[i].size())));
+  for (size_t i = 0; i < streams.size(); ++i)
+    EXPECT_EQ(testing::collect(*streams[i]).tokens, goldens_.greedy[i]) << GetParam() << " prompt " << i;
+  EXPECT_GT(engine->stats().num_graph_steps, 0);
+}
+
 TEST_P(HfGoldens, BatchedPrefillEqualsSinglePrefill) {
   // All prompts as one ragged batch with interleaved blocks give the same logits bit for bit.
   const int block_size = 4;

@@ -1,4 +1,4 @@
-// gemm (the gemv kernel for M <= 8 with 16-bit operands, cuBLASLt otherwise): CUDA against the
+// gemm (the gemv kernel for M <= 2 with 16-bit operands, cuBLASLt otherwise): CUDA against the
 // CPU reference on the same rounded inputs, the CPU writing f32. Both accumulate in fp32 in
 // different orders; inputs are uniform in [-1, 1], so the accumulated difference stays below
 // 1e-4 * sqrt(K). Tolerance: |cuda - cpu| <= atol + rtol * |cpu| with atol = 2e-4 * sqrt(K) and
@@ -62,12 +62,15 @@ TEST(Gemm, MatchesCpu) {
       {6, 56, 128, bf16, bf16, bf16, false, true},     // strided x (attention's q-like slice)
       {3, 33, 100, bf16, bf16, bf16, true, false},     // odd N and K (unaligned rows)
       {128, 4096, 512, bf16, bf16, bf16, false, false},
-      // gemv: M <= 8, both two-step and single-step k tails, odd N, f32 / 16-bit outputs.
-      {8, 6144, 4096, bf16, bf16, bf16, false, false},
+      // gemv: M <= 2, both two-step and single-step k tails, odd N, f32 / 16-bit outputs.
+      {2, 6144, 4096, bf16, bf16, bf16, false, false},
       {1, 4096, 14336, f16, f16, f16, true, false},
-      {4, 257, 520, bf16, bf16, f32, true, false},
-      {8, 1001, 8, f16, f16, f32, false, true},
+      {2, 257, 520, bf16, bf16, f32, true, false},
+      {2, 1001, 8, f16, f16, f32, false, true},
       {2, 3, 264, bf16, bf16, bf16, true, false},
+      // cuBLASLt at decode batches just above gemv's.
+      {3, 6144, 4096, bf16, bf16, bf16, true, false},
+      {8, 1001, 8, f16, f16, f32, false, true},
   };
   for (const GemmCase& c : cases) check_gemm(c);
 }
@@ -96,7 +99,7 @@ TEST(GemmPerf, Llama8B) {
       w.push_back(Tensor(alloc, DType::kBF16, {s.n, s.k}));
       fill_random(w.back(), 2 + i);
     }
-    for (int64_t m : {1, 16, 32, 64, 128, 168, 192, 256, 4096}) {
+    for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 168, 192, 256, 4096}) {
       Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, s.y, {m, s.n});
       fill_random(x, 1);
       const double bytes = 2.0 * (m * s.k + s.n * s.k) + dtype_bytes(s.y, m * s.n);

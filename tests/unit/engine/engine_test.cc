@@ -51,8 +51,8 @@ GenerationRequest greedy(const std::vector<int32_t>& prompt, int64_t max_tokens)
 }
 
 // Many requests (each golden prompt several times, with shared prefixes) submitted from several
-// threads at random moments must all produce the golden tokens.
-void expect_goldens_under_load(const EngineOptions& options, uint32_t seed) {
+// threads at random moments must all produce the golden tokens. Returns the engine's stats.
+EngineStats expect_goldens_under_load(const EngineOptions& options, uint32_t seed) {
   auto engine = Engine::create(options);
   auto cases = golden_cases();
   std::vector<std::pair<size_t, std::shared_ptr<RequestStream>>> streams;
@@ -79,6 +79,7 @@ void expect_goldens_under_load(const EngineOptions& options, uint32_t seed) {
   auto stats = engine->stats();
   EXPECT_EQ(stats.num_blocks_in_use, 0);
   EXPECT_EQ(stats.num_running + stats.num_waiting, 0);
+  return stats;
 }
 
 TEST(Engine, GoldensWithBatchingAndPrefixCache) { expect_goldens_under_load(options_with(256, 2048, true), 1); }
@@ -99,6 +100,21 @@ TEST(Engine, GoldensWithPreemptionInATinyCache) {
   EXPECT_GT(engine->stats().num_preemptions, 0);
   // Sequences were preempted while a token of theirs was in flight: the loop ran ahead.
   EXPECT_GT(engine->step_profile().num_overlapped_steps, 0);
+}
+
+// The CPU reference with recorded graphs (backend "cpu-graphs"): pure decode steps replay the
+// decode graphs of their batch bucket (1, 2, 4, 8, 16; padding rows), with the sampled tokens fed
+// into the graphs' inputs, and give the goldens too, also when sequences are preempted.
+TEST(Engine, GoldensThroughRecordedDecodeGraphs) {
+  for (int64_t num_blocks : {256, 16}) {
+    EngineOptions options = options_with(num_blocks, 64, true);
+    options.backend = "cpu-graphs";
+    options.max_num_seqs = 16;
+    const EngineStats stats = expect_goldens_under_load(options, 11);
+    EXPECT_GT(stats.num_graph_steps, 0);
+    EXPECT_LT(stats.num_graph_steps, stats.num_steps);  // prompt chunks run op by op
+  }
+  EXPECT_EQ(expect_goldens_under_load(options_with(256, 64, true), 11).num_graph_steps, 0);
 }
 
 TEST(Engine, PrefixCacheSkipsWorkAndChangesNothing) {

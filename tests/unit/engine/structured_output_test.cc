@@ -14,64 +14,37 @@
 #include "grammar/ebnf_parser.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/regex_converter.h"
+#include "grammar_test_model.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace brisk {
 namespace {
 
-namespace fs = std::filesystem;
+constexpr int32_t kEos = testing::GrammarTestModel::kEos;
 
-constexpr int32_t kEos = 1;  // <|end_of_text|> of the synthetic tokenizer
-
-// The synthetic byte-level tokenizer with a random-weight model (engine_test_util.h).
 class StructuredOutput : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(testing::synthetic_tokenizer_model_dir());
-    EngineOptions options;
-    options.model_dir = dir_->string();
-    options.dummy_weights = true;
-    options.num_kv_blocks = 256;
-    options.block_size = 4;
-    engine_ = Engine::create(options).release();
-    auto tokenizer = Tokenizer::from_folder(*dir_);
-    vocab_ = new std::shared_ptr<const grammar::TokenVocab>(std::make_shared<grammar::TokenVocab>(
-        grammar::TokenVocab::from_tokenizer(*tokenizer, engine_->eos_token_ids())));
-    prompt_ = new std::vector<int32_t>(tokenizer->encode("Answer in the format asked for:", false));
+    model_ = new testing::GrammarTestModel();
+    engine_ = model_->engine().release();
   }
   static void TearDownTestSuite() {
     delete engine_;
-    delete vocab_;
-    delete prompt_;
-    delete dir_;
+    delete model_;
   }
 
-  static std::shared_ptr<const grammar::CompiledGrammar> compile(const grammar::Grammar& g) {
-    return std::make_shared<grammar::CompiledGrammar>(g, *vocab_);
-  }
-  static GenerationRequest request(std::shared_ptr<const grammar::CompiledGrammar> g, uint64_t seed,
-                                   int64_t max_tokens = 64) {
-    GenerationRequest r{*prompt_, {}};
-    r.sampling.temperature = 1.0f;
-    r.sampling.seed = seed;
-    r.sampling.max_tokens = max_tokens;
-    r.sampling.grammar = std::move(g);
-    return r;
-  }
 
-  static inline fs::path* dir_ = nullptr;
+  static inline testing::GrammarTestModel* model_ = nullptr;
   static inline Engine* engine_ = nullptr;
-  static inline std::shared_ptr<const grammar::TokenVocab>* vocab_ = nullptr;
-  static inline std::vector<int32_t>* prompt_ = nullptr;
 };
 
 TEST_F(StructuredOutput, EverySampleMatchesTheRegexAndEndsAtItsEnd) {
-  const auto g = compile(grammar::regex_to_grammar("(yes|no|maybe), [0-9]{1,3}!"));
+  const auto g = model_->compile(grammar::regex_to_grammar("(yes|no|maybe), [0-9]{1,3}!"));
   const std::regex language("(yes|no|maybe), [0-9]{1,3}!");
   // Submitted together: the samples share steps, each masked by its own matcher.
   std::vector<std::shared_ptr<RequestStream>> streams;
-  for (uint64_t seed = 0; seed < 12; ++seed) streams.push_back(engine_->submit(request(g, seed)));
+  for (uint64_t seed = 0; seed < 12; ++seed) streams.push_back(engine_->submit(model_->request(g, seed)));
   std::set<std::string> texts;
   for (auto& stream : streams) {
     testing::RequestResult r = testing::collect(*stream);
@@ -87,8 +60,8 @@ TEST_F(StructuredOutput, CompactJsonSchemaParsesAndValidates) {
   const char* schema = R"({"type": "object", "properties": {
       "answer": {"enum": ["yes", "no"]}, "score": {"type": "integer", "minimum": 0, "maximum": 20},
       "ok": {"type": "boolean"}}, "required": ["answer", "score", "ok"]})";
-  const auto g = compile(grammar::json_schema_to_grammar(schema, {.any_whitespace = false}));
-  GenerationRequest r = request(g, 7);
+  const auto g = model_->compile(grammar::json_schema_to_grammar(schema, {.any_whitespace = false}));
+  GenerationRequest r = model_->request(g, 7);
   r.sampling.n = 4;
   auto stream = engine_->submit(r);
   for (const testing::RequestResult& sample : testing::collect_samples(*stream, 4)) {
@@ -103,8 +76,8 @@ TEST_F(StructuredOutput, CompactJsonSchemaParsesAndValidates) {
 
 TEST_F(StructuredOutput, MaxTokensCutsTheGrammarWithLength) {
   // The grammar needs at least 40 letters; 5 tokens hold a prefix of them.
-  const auto g = compile(grammar::parse_ebnf(R"(root ::= [a-z]{40,} "."  )"));
-  testing::RequestResult r = testing::run_request(*engine_, request(g, 3, 5));
+  const auto g = model_->compile(grammar::parse_ebnf(R"(root ::= [a-z]{40,} "."  )"));
+  testing::RequestResult r = testing::run_request(*engine_, model_->request(g, 3, 5));
   EXPECT_EQ(r.finish_reason, FinishReason::kLength);
   EXPECT_EQ(r.tokens.size(), 5u);
   EXPECT_TRUE(std::regex_match(r.text, std::regex("[a-z]+"))) << r.text;
@@ -112,14 +85,14 @@ TEST_F(StructuredOutput, MaxTokensCutsTheGrammarWithLength) {
 
 TEST_F(StructuredOutput, GreedyPicksTheMostLikelyAllowedToken) {
   // Greedy under a one-of-two grammar equals the unconstrained greedy output where that is allowed.
-  GenerationRequest free{*prompt_, {}};
+  GenerationRequest free{model_->prompt(), {}};
   free.sampling.temperature = 0.0f;
   free.sampling.max_tokens = 1;
   free.sampling.ignore_eos = true;
   const testing::RequestResult first = testing::run_request(*engine_, free);
   ASSERT_EQ(first.tokens.size(), 1u);
   const std::string favourite = first.text;
-  const auto g = compile(grammar::parse_ebnf("root ::= " + nlohmann::json(favourite).dump() + " | \"zzz\""));
+  const auto g = model_->compile(grammar::parse_ebnf("root ::= " + nlohmann::json(favourite).dump() + " | \"zzz\""));
   GenerationRequest constrained = free;
   constrained.sampling.max_tokens = 8;
   constrained.sampling.grammar = g;
@@ -129,15 +102,15 @@ TEST_F(StructuredOutput, GreedyPicksTheMostLikelyAllowedToken) {
 }
 
 TEST_F(StructuredOutput, UnconstrainedNeighboursAreUnchanged) {
-  GenerationRequest free{*prompt_, {}};
+  GenerationRequest free{model_->prompt(), {}};
   free.sampling.temperature = 1.0f;
   free.sampling.seed = 11;
   free.sampling.max_tokens = 24;
   free.sampling.ignore_eos = true;
   const testing::RequestResult alone = testing::run_request(*engine_, free);
-  const auto g = compile(grammar::regex_to_grammar("[0-9]{30}"));
+  const auto g = model_->compile(grammar::regex_to_grammar("[0-9]{30}"));
   std::vector<std::shared_ptr<RequestStream>> constrained;
-  for (uint64_t seed = 0; seed < 4; ++seed) constrained.push_back(engine_->submit(request(g, seed, 30)));
+  for (uint64_t seed = 0; seed < 4; ++seed) constrained.push_back(engine_->submit(model_->request(g, seed, 30)));
   const testing::RequestResult batched = testing::run_request(*engine_, free);
   for (auto& stream : constrained) {
     testing::RequestResult r = testing::collect(*stream);
@@ -150,7 +123,8 @@ TEST_F(StructuredOutput, AGrammarOverALargerVocabularyIsRejected) {
   std::vector<std::string> pieces(1000, "a");
   auto big = std::make_shared<grammar::TokenVocab>(pieces, grammar::VocabEncoding::kRaw, std::vector<bool>(1000, false),
                                                    std::vector<int32_t>{kEos});
-  GenerationRequest r = request(std::make_shared<grammar::CompiledGrammar>(grammar::regex_to_grammar("a+"), big), 0);
+  auto g = std::make_shared<grammar::CompiledGrammar>(grammar::regex_to_grammar("a+"), big);
+  GenerationRequest r = model_->request(std::move(g), 0);
   const testing::RequestResult result = testing::run_request(*engine_, r);
   EXPECT_EQ(result.finish_reason, FinishReason::kError);
   EXPECT_NE(result.error.find("the grammar's vocabulary has 1000 tokens, more than the model's 768"), std::string::npos)

@@ -70,6 +70,13 @@ TEST(GrammarJsonSchemaConverter, RejectsInvalidSchemas) {
   expect_error([] { json_schema_to_grammar(R"({"type":"string","minLength":5,"maxLength":2})"); },
                ErrorCode::kInvalidArgument, {"minLength/maxLength"});
   expect_error([] { json_schema_to_grammar(R"({"enum":[]})"); }, ErrorCode::kInvalidArgument, {"#/enum"});
+  // Counts and bounds past 2^53 (a fuzzer's maxItems of 2^64 - 1 had been cast out of range).
+  expect_error([] { json_schema_to_grammar(R"({"type":"array","maxItems":18446744073709551615})"); },
+               ErrorCode::kInvalidArgument, {"#/maxItems", "must be an integer in [-2^53, 2^53]"});
+  expect_error([] { json_schema_to_grammar(R"({"type":"integer","exclusiveMinimum":-1e300})"); },
+               ErrorCode::kInvalidArgument, {"#/exclusiveMinimum"});
+  expect_error([] { json_schema_to_grammar(R"({"type":"string","maxLength":2.5})"); }, ErrorCode::kInvalidArgument,
+               {"#/maxLength", "must be an integer"});
   expect_error([] { json_schema_to_grammar(R"j({"type":"string","pattern":"(?=x)"})j"); }, ErrorCode::kUnsupported,
                {"lookaround"});
   expect_error([] { json_schema_to_grammar(R"({"allOf":[{"type":"string"},{"type":"integer"}]})"); },

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <map>
 #include <random>
@@ -33,10 +32,7 @@ struct Classes {
 };
 
 Classes classes_of(const PositionMask& mask) {
-  Classes c{mask.accepted_ids, mask.uncertain};
-  for (size_t w = 0; w < mask.accepted_bits.size(); ++w)
-    for (uint32_t bits = mask.accepted_bits[w]; bits != 0; bits &= bits - 1)
-      c.accepted.push_back(int32_t(w * 32 + size_t(std::countr_zero(bits))));
+  Classes c{mask.accepted_tokens(), mask.uncertain};
   std::sort(c.accepted.begin(), c.accepted.end());
   return c;
 }

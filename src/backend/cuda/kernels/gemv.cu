@@ -122,10 +122,6 @@ template <bool kHalf>
 void launch_for_type(const GemvArgs& a, dim3 grid, cudaStream_t stream) {
   if (a.m <= 1) {
     launch_pdl(gemv_kernel<kHalf, 1>, grid, kThreads, 0, stream, a);
-  } else if (a.m <= 2) {
-    launch_pdl(gemv_kernel<kHalf, 2>, grid, kThreads, 0, stream, a);
-  } else if (a.m <= 4) {
-    launch_pdl(gemv_kernel<kHalf, 4>, grid, kThreads, 0, stream, a);
   } else {
     launch_pdl(gemv_kernel<kHalf, kGemvMaxM>, grid, kThreads, 0, stream, a);
   }

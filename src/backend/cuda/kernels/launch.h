@@ -195,8 +195,9 @@ struct BiasArgs {
 void launch_bias(const BiasArgs& a, cudaStream_t stream);
 
 // y = x w^T (+ bias) for m <= kGemvMaxM (kernels/gemv.cu): x and w both f16 or both bf16, k a
-// multiple of 8, x and w 16-byte aligned with row strides that are multiples of 8 elements.
-inline constexpr int64_t kGemvMaxM = 8;
+// multiple of 8, x and w 16-byte aligned with row strides that are multiples of 8 elements. From
+// M 3 cuBLASLt's tensor-core kernels decode faster (gemv's fp32 FMAs grow with M: docs/perf/gemm.md).
+inline constexpr int64_t kGemvMaxM = 2;
 struct GemvArgs {
   const void* x = nullptr;  // [m, k]
   int64_t x_stride = 0;
