@@ -8,14 +8,8 @@
 #include "backend/cuda/ops/op_checks.h"
 #include "core/error.h"
 
-#include <cstdlib>
-
 namespace brisk::cuda {
 namespace {
-
-int fp8_mma_max_rows() {
-  return std::getenv("BRISK_FP8_MMA_ROWS") ? std::atoi(std::getenv("BRISK_FP8_MMA_ROWS")) : 16;
-}
 
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
@@ -57,7 +51,7 @@ void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
   a.k = k;
   a.block_size = p.block_size;
   launch_quantize_fp8_rows(a, ctx.stream);
-  if (fp8_mma_supports(a.m, n, k) && a.m <= fp8_mma_max_rows()) {
+  if (fp8_mma_supports(a.m, n, k)) {
     launch_fp8_mma(a, ctx.stream);
     return;
   }

@@ -146,22 +146,11 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_kernel(const GemmFp8Args a) 
   }
 }
 
-template <int kTokenTiles, bool kBlocks>
+template <bool kBlocks>
 void launch(const GemmFp8Args& a, cudaStream_t stream) {
-  constexpr int kUnroll = 4;
+  constexpr int kTokenTiles = (kFp8MmaMaxRows + 7) / 8, kUnroll = 4;
   launch_pdl(fp8_mma_kernel<kTokenTiles, kBlocks, kUnroll>, dim3(static_cast<unsigned>(a.n / kRows)), dim3(kThreads),
              0, stream, a);
-}
-
-template <bool kBlocks>
-void launch_for_rows(const GemmFp8Args& a, cudaStream_t stream) {
-  if (a.m <= 8) {
-    launch<1, kBlocks>(a, stream);
-  } else if (a.m <= 16) {
-    launch<2, kBlocks>(a, stream);
-  } else {
-    launch<4, kBlocks>(a, stream);
-  }
 }
 
 }  // namespace
@@ -170,9 +159,9 @@ void launch_fp8_mma(const GemmFp8Args& a, cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
   if (!fp8_mma_supports(a.m, a.n, a.k)) check(cudaErrorInvalidValue, "fp8 mma: sizes not supported", __FILE__, __LINE__);
   if (a.block_size > 0) {
-    launch_for_rows<true>(a, stream);
+    launch<true>(a, stream);
   } else {
-    launch_for_rows<false>(a, stream);
+    launch<false>(a, stream);
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
 }

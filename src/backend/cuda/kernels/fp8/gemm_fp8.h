@@ -38,8 +38,9 @@ void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream);
 // y from x_q, x_scale and the weights on CUDA cores (any shape).
 void launch_gemm_fp8_cuda_cores(const GemmFp8Args& a, cudaStream_t stream);
 
-// The decode kernel: weights streamed into registers, mma.sync over 8-token tiles.
-constexpr int kFp8MmaMaxRows = 32;
+// The decode kernel: weights streamed into registers, mma.sync over the (up to) 8 tokens. From
+// M 9 the wgmma kernel is faster (docs/perf/fp8.md).
+constexpr int kFp8MmaMaxRows = 8;
 inline bool fp8_mma_supports(int m, int64_t n, int64_t k) {
   return m <= kFp8MmaMaxRows && k % 128 == 0 && n % 16 == 0;
 }
