@@ -88,6 +88,16 @@ TEST(GemmFp8, MatchesCpu) {
       {64, 4096, 4096, 128, false, false, false, bf16, bf16},
       {200, 272, 384, 128, false, false, false, bf16, f32},
       {300, 512, 2048, 0, false, false, false, f16, f16},
+      // The decode kernel (M <= 8, same sizes): a full and partial token tile, K of fewer
+      // groups than warps and of a partial round of groups, every scale form.
+      {1, 4096, 4096, 0, false, false, false, bf16, bf16},
+      {1, 48, 128, 0, true, true, false, bf16, f32},
+      {3, 1024, 14336, 128, false, true, false, bf16, bf16},
+      {8, 272, 1152, 0, false, true, true, f16, f16},
+      {5, 160, 3200, 128, false, false, false, bf16, f32},
+      // The wgmma kernel just above it.
+      {9, 160, 3200, 128, false, false, false, bf16, f32},
+      {16, 2048, 4096, 0, true, false, false, bf16, bf16},
   };
   for (const Fp8Case& c : cases) check_fp8(c);
 }
@@ -113,6 +123,38 @@ TEST(GemmFp8Perf, Llama8B) {
                   double(n) * k + 2.0 * m * (k + n), 2.0 * m * n * k,
                   [&] { cuda_backend().gemm_fp8({x, w8, scale, {}, block_size, {}, y}); }, m >= 2048 ? 10 : 50,
                   kPeakFp8FlopsPerSecond);
+    }
+  }
+}
+
+// Decode: Llama-3-8B's layer shapes at M 1-64 with FP8 weights, per-channel and block-wise
+// scales, weights rotating over 256 MB of copies (reads from DRAM, not the 50 MB L2); the
+// activation quantization is included in the time. The rate that counts is the weights' bytes.
+TEST(GemmFp8Perf, Decode) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  Allocator& alloc = cuda_backend().allocator();
+  const std::pair<const char*, std::pair<int64_t, int64_t>> shapes[] = {
+      {"gate_up", {28672, 4096}}, {"qkv", {6144, 4096}}, {"o_proj", {4096, 4096}}, {"down", {4096, 14336}}};
+  for (const auto& [name, nk] : shapes) {
+    const auto [n, k] = nk;
+    Tensor w_host(cpu_allocator(), DType::kF8E4M3, {n, k});
+    for (int64_t i = 0; i < n * k; ++i)
+      w_host.data_as<uint8_t>()[i] = static_cast<uint8_t>((static_cast<uint32_t>(i) * 2654435761u >> 24) % 0x7e | (i & 1) << 7);
+    std::vector<Tensor> copies;
+    for (int i = 0; i < static_cast<int>(std::ceil(256e6 / (n * k))); ++i) copies.push_back(to_device(w_host));
+    for (int block_size : {0, 128}) {
+      const int64_t groups = block_size > 0 ? k / block_size : 1;
+      Tensor scale = to_device(make_tensor(DType::kF32, {n, groups}, std::vector<double>(n * groups, 1e-3)));
+      for (int64_t m : {1, 2, 4, 8, 16, 32, 64}) {
+        Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {m, n});
+        fill_random(x, 1);
+        int next = 0;
+        report_perf(std::string(block_size > 0 ? "fp8 block " : "fp8 channel ") + name,
+                    "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k),
+                    double(n) * k + 2.0 * m * (k + n), 2.0 * m * n * k, [&] {
+                      cuda_backend().gemm_fp8({x, copies[next++ % copies.size()], scale, {}, block_size, {}, y});
+                    });
+      }
     }
   }
 }

@@ -1,6 +1,6 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
-// scales in scratch, then the product by the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0) or on
-// CUDA cores (kernels/fp8/gemm_fp8.h).
+// scales in scratch, then the product by the decode kernel (small M) or the FP8 wgmma kernel
+// (both K % 128 == 0, N % 16 == 0), else on CUDA cores (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -51,6 +51,10 @@ void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
   a.k = k;
   a.block_size = p.block_size;
   launch_quantize_fp8_rows(a, ctx.stream);
+  if (fp8_mma_supports(a.m, n, k)) {
+    launch_fp8_mma(a, ctx.stream);
+    return;
+  }
   if (!fp8_wgmma_supports(n, k)) {
     launch_gemm_fp8_cuda_cores(a, ctx.stream);
     return;

@@ -100,11 +100,13 @@ struct Fp8Scales {
 };
 
 // A consumer warpgroup's chunks into acc: per chunk, 4 k-steps of m64nNk32 (its 64 rows of the
-// weight panel by the x panel) into `part`, which is then added to acc in fp32 registers. The
-// tensor cores keep FP8 sums to fewer bits than fp32, so each 128-K chunk's sum is promoted
-// (as CUTLASS's FP8 kernels do every 4 MMAs; accumulating all of K there put 3% of outputs of
-// K 1024-4096 one or more bf16 steps off). Blocks: each chunk's sum is scaled by its x and weight
-// scales as it is added (their loads issued before the MMAs); per channel, acc is scaled once.
+// weight panel by the x panel) into a chunk accumulator, which is then added to acc in fp32
+// registers. The tensor cores keep FP8 sums to fewer bits than fp32, so each 128-K chunk's sum is
+// promoted (as CUTLASS's FP8 kernels do every 4 MMAs; accumulating all of K there put 3% of
+// outputs of K 1024-4096 one or more bf16 steps off). Per channel, two chunk accumulators
+// alternate, so that chunk i's MMAs run while chunk i - 1's sum is promoted and its stage
+// released, and acc is scaled once at the end. Blocks: each chunk's sum is scaled by its x and
+// weight scales as it is added (their loads issued before the MMAs), one chunk at a time.
 template <int kTokens, int kStages, bool kBlocks>
 __device__ __forceinline__ void fp8_consume(const Fp8WgmmaArgs& a, const Fp8Ring<kTokens, kStages>& ring,
                                             const Tile<kTokens>& tile, const WgmmaWarpRows<false>& rows,
@@ -112,37 +114,67 @@ __device__ __forceinline__ void fp8_consume(const Fp8WgmmaArgs& a, const Fp8Ring
   using L = Fp8Layout<kTokens, kStages>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int64_t groups = kBlocks ? a.k / kChunkK : 1;
-  float part[kTokens / 2];
-  Fp8Scales<kTokens> scales;
-  for (int i = 0; i < tile.num_chunks; ++i) {
+  float part[2][kTokens / 2];
+  Fp8Scales<kTokens> scales[2];
+  // Queues chunk i's MMAs into part[b] (b = i % 2, a constant at each call).
+  auto issue = [&](int i, float (&p)[kTokens / 2], Fp8Scales<kTokens>& sc) {
     const int s = i % kStages;
     const uint32_t stage = ring.address + s * L::kStageBytes;
-    if constexpr (kBlocks) scales.load(a, tile.m0, rows, groups, tile.chunk_of(i));
+    if constexpr (kBlocks) sc.load(a, tile.m0, rows, groups, tile.chunk_of(i));
     hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / kStages) & 1);
     const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kChunkK, 16, 1024);
     const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
     hopper::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      hopper::WgmmaFp8<kTokens>::ss(part, hopper::smem_descriptor_advance(w_desc, ks * 32),
+      hopper::WgmmaFp8<kTokens>::ss(p, hopper::smem_descriptor_advance(w_desc, ks * 32),
                                     hopper::smem_descriptor_advance(x_desc, ks * 32), ks > 0);
     }
     hopper::wgmma_commit();
-    hopper::wgmma_wait<0>();
-    hopper::fence_registers(part);
+  };
+  // Adds chunk i's finished sum (its MMAs waited for) to acc and frees its stage.
+  auto promote = [&](int i, float (&p)[kTokens / 2], const Fp8Scales<kTokens>& sc) {
+    hopper::fence_registers(p);
     __syncwarp();
-    if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * s);  // the stage may be refilled
+    if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (i % kStages));  // the stage may be refilled
     if constexpr (kBlocks) {
-      scales.apply(acc, part, i > 0);
+      sc.apply(acc, p, i > 0);
     } else {
 #pragma unroll
-      for (int j = 0; j < kTokens / 2; ++j) acc[j] = i > 0 ? acc[j] + part[j] : part[j];
+      for (int j = 0; j < kTokens / 2; ++j) acc[j] = i > 0 ? acc[j] + p[j] : p[j];
     }
+  };
+  const int n = tile.num_chunks;
+  if constexpr (kBlocks) {  // two sets of chunk scales and sums would spill: one chunk at a time
+    for (int i = 0; i < n; ++i) {
+      issue(i, part[0], scales[0]);
+      hopper::wgmma_wait<0>();
+      promote(i, part[0], scales[0]);
+    }
+    return;
   }
-  if constexpr (!kBlocks) {
-    scales.load(a, tile.m0, rows, 1, 0);
-    scales.apply(acc, acc, false);
+  issue(0, part[0], scales[0]);
+  int i = 1;
+  for (; i + 1 < n; i += 2) {
+    issue(i, part[1], scales[1]);
+    hopper::wgmma_wait<1>();
+    promote(i - 1, part[0], scales[0]);
+    issue(i + 1, part[0], scales[0]);
+    hopper::wgmma_wait<1>();
+    promote(i, part[1], scales[1]);
   }
+  if (i < n) {
+    issue(i, part[1], scales[1]);
+    hopper::wgmma_wait<1>();
+    promote(i - 1, part[0], scales[0]);
+    hopper::wgmma_wait<0>();
+    promote(i, part[1], scales[1]);
+  } else {
+    hopper::wgmma_wait<0>();
+    promote(i - 1, part[0], scales[0]);
+  }
+  scales[0].load(a, tile.m0, rows, 1, 0);
+  scales[0].apply(acc, acc, false);
 }
 
 template <int kTokens, int kStages, bool kBlocks>
@@ -166,10 +198,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
   float acc[kTokens / 2];
 #pragma unroll
   for (int i = 0; i < kTokens / 2; ++i) acc[i] = 0.0f;
+  pdl_wait();  // block scales of x_q are read from global memory as the chunks are consumed
   fp8_consume<kTokens, kStages, kBlocks>(a, ring, tile, rows, acc);
-  // The kernel after this one may launch, and the outputs wait for the kernel before this one.
-  pdl_wait();
-  pdl_release();
+  pdl_release();  // the kernel after this one may launch
   wgmma_store<kTokens, false>(a, acc, ring.address, tile, rows);
 }
 

@@ -1,12 +1,13 @@
 // gemm_fp8's activation quantization and CUDA-core product (gemm_fp8.h): a kernel quantizes x
-// (one block per row: each group's max by a block reduction, then cvt to e4m3 with saturation,
-// round to nearest even, as float_to_e4m3); a warp per (row, output) sums each group's exact
+// (one block per row: each group's max by a reduction, then cvt to e4m3 with saturation, round
+// to nearest even, as float_to_e4m3); a warp per (row, output) sums each group's exact
 // products in fp32 and scales them, as the CPU reference does.
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 
 #include <cuda_fp8.h>
 
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -32,6 +33,8 @@ __device__ float block_max(float v) {
 }
 
 __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(GemmFp8Args a) {
+  pdl_wait();  // x comes from the kernel before
+  pdl_release();
   const int64_t m = blockIdx.x, group = a.block_size > 0 ? a.block_size : a.k;
   const int64_t groups = (a.k + group - 1) / group;
   const void* row = row_ptr(a.x, a.x_type, m, a.x_stride);
@@ -48,6 +51,65 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(GemmFp8Args a) 
     for (int64_t i = k0 + threadIdx.x; i < k1; i += kThreads) {
       a.x_q[m * a.k + i] = __nv_cvt_float_to_fp8(__fdiv_rn(load_one(row, a.x_type, i), scale), __NV_SATFINITE, __NV_E4M3);
     }
+  }
+}
+
+// The same for rows of up to 8 * kThreads * kChunks values, per-row or 128-value groups: a
+// thread holds chunks of 8 consecutive values (16-byte loads, all issued at once), so the row is
+// read in about one memory latency instead of a load-and-wait per value a thread.
+constexpr int kMaxVectorChunks = 8;
+
+template <int kChunks>
+__global__ void __launch_bounds__(kThreads) quantize_rows_vector_kernel(GemmFp8Args a) {
+  pdl_wait();  // x comes from the kernel before
+  pdl_release();
+  const int64_t m = blockIdx.x, chunks = a.k / 8;
+  const int64_t groups = a.block_size > 0 ? (a.k + a.block_size - 1) / a.block_size : 1;
+  const void* row = row_ptr(a.x, a.x_type, m, a.x_stride);
+  float v[kChunks][8];
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int64_t c = threadIdx.x + int64_t{i} * kThreads;
+    if (c < chunks) {
+      load8(row, a.x_type, 8 * c, v[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[i][j] = 0.0f;
+    }
+  }
+  // A chunk's scale: the static one, the row's, or its group's (16 chunks on 16 adjacent lanes).
+  float scale[kChunks];
+  float row_amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[i][j]));
+    row_amax = fmaxf(row_amax, amax);
+    for (int offset = 8; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    scale[i] = amax > 0.0f ? amax / 448.0f : 1.0f;
+  }
+  if (a.input_scale != nullptr || a.block_size == 0) {
+    float s = a.input_scale != nullptr ? *a.input_scale : 0.0f;
+    if (a.input_scale == nullptr) {
+      row_amax = block_max(row_amax);
+      s = row_amax > 0.0f ? row_amax / 448.0f : 1.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) scale[i] = s;
+  }
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int64_t c = threadIdx.x + int64_t{i} * kThreads;
+    if (c >= chunks) continue;
+    if (a.block_size > 0 ? c % 16 == 0 : c == 0) a.x_scale[m * groups + (a.block_size > 0 ? c / 16 : 0)] = scale[i];
+    uint32_t packed[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t q = __nv_cvt_float_to_fp8(__fdiv_rn(v[i][j], scale[i]), __NV_SATFINITE, __NV_E4M3);
+      packed[j / 4] |= q << (8 * (j % 4));
+    }
+    *reinterpret_cast<uint2*>(a.x_q + m * a.k + 8 * c) = make_uint2(packed[0], packed[1]);
   }
 }
 
@@ -78,7 +140,20 @@ __global__ void __launch_bounds__(kThreads) gemm_fp8_kernel(GemmFp8Args a) {
 
 void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream) {
   if (a.m == 0) return;
-  quantize_rows_kernel<<<a.m, kThreads, 0, stream>>>(a);
+  const int64_t chunks = a.k / 8, rounds = (chunks + kThreads - 1) / kThreads;
+  const bool vector = a.k % 8 == 0 && (a.block_size == 0 || a.block_size == 128) && rounds <= kMaxVectorChunks &&
+                      reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.x_stride % 8 == 0;
+  if (!vector) {
+    launch_pdl(quantize_rows_kernel, dim3(a.m), dim3(kThreads), 0, stream, a);
+  } else if (rounds <= 1) {
+    launch_pdl(quantize_rows_vector_kernel<1>, dim3(a.m), dim3(kThreads), 0, stream, a);
+  } else if (rounds <= 2) {
+    launch_pdl(quantize_rows_vector_kernel<2>, dim3(a.m), dim3(kThreads), 0, stream, a);
+  } else if (rounds <= 4) {
+    launch_pdl(quantize_rows_vector_kernel<4>, dim3(a.m), dim3(kThreads), 0, stream, a);
+  } else {
+    launch_pdl(quantize_rows_vector_kernel<kMaxVectorChunks>, dim3(a.m), dim3(kThreads), 0, stream, a);
+  }
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
 

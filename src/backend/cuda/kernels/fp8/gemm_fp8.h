@@ -1,6 +1,7 @@
-// gemm_fp8 on CUDA: x quantized to e4m3 with its scales (gemm_fp8.cu), then the product by the
-// FP8 wgmma kernel (fp8_wgmma.cu) where K % 128 == 0 and N % 16 == 0, else by a warp per output
-// on CUDA cores; both keep GemmFp8Params' arithmetic (backend/backend.h).
+// gemm_fp8 on CUDA: x quantized to e4m3 with its scales (gemm_fp8.cu), then the product, where
+// K % 128 == 0 and N % 16 == 0, by the decode kernel (fp8_mma.cu, M <= kFp8MmaMaxRows) or the
+// FP8 wgmma kernel (fp8_wgmma.cu), else by a warp per output on CUDA cores; all keep
+// GemmFp8Params' arithmetic (backend/backend.h).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,14 @@ struct GemmFp8Args {
 void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream);
 // y from x_q, x_scale and the weights on CUDA cores (any shape).
 void launch_gemm_fp8_cuda_cores(const GemmFp8Args& a, cudaStream_t stream);
+
+// The decode kernel: weights streamed into registers, mma.sync over the (up to) 8 tokens. From
+// M 9 the wgmma kernel is faster (docs/perf/fp8.md).
+constexpr int kFp8MmaMaxRows = 8;
+inline bool fp8_mma_supports(int m, int64_t n, int64_t k) {
+  return m <= kFp8MmaMaxRows && k % 128 == 0 && n % 16 == 0;
+}
+void launch_fp8_mma(const GemmFp8Args& a, cudaStream_t stream);
 
 // The wgmma kernel's arguments: GemmFp8Args' plus the tile scheduler's and epilogue's fields
 // (kernels/w4a16/wgmma_*.cuh; no split over K).
