@@ -16,6 +16,7 @@
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/w4a16/streaming_load.cuh"
 #include "backend/cuda/runtime/cuda_check.h"
 
 namespace brisk::cuda {
@@ -25,14 +26,6 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 16;     // weight rows (outputs) of a block: the MMA's 16
 constexpr int kGroupK = 128;  // K values of a warp's step: one block-wise scale group
-
-__device__ __forceinline__ uint4 load_streaming(const uint8_t* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 
 __device__ __forceinline__ void mma_e4m3(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
