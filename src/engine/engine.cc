@@ -18,6 +18,7 @@
 #include "engine/model_group.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
+#include "engine/request_checks.h"
 #include "engine/scheduler.h"
 #include "engine/step_profiler.h"
 #include "tokenizer/tokenizer.h"
@@ -79,8 +80,6 @@ class EngineImpl final : public Engine {
   // Takes the submitted requests (and the cancels, see there) and admits them.
   void admit_new_requests();
   void apply_cancellations();
-  // Validation at admission; an empty string means the request is fine.
-  std::string check_request(const Request& r) const;
   // forced: appended by jump-forward rather than sampled.
   void append_token(Request& r, SampledToken sampled, bool forced = false);
   // With options.enable_jump_forward: appends the tokens of the text r's grammar forces next and
@@ -98,6 +97,7 @@ class EngineImpl final : public Engine {
   std::vector<int32_t> eos_ids_;
   std::unique_ptr<Tokenizer> tokenizer_;  // null when the folder has none
   int64_t num_blocks_ = 0;
+  RequestLimits limits_;  // what admission checks requests against
   KvQuant kv_quant_ = KvQuant::kNone;
   std::unique_ptr<PrefixCache> prefix_cache_;
   std::unique_ptr<BlockPool> pool_;
@@ -148,6 +148,8 @@ EngineImpl::EngineImpl(const EngineOptions& options) : options_(options) {
   stats_.num_blocks = num_blocks_;
   stats_.kv_capacity_tokens = num_blocks_ * options.block_size;
   stats_.block_size = options.block_size;
+  limits_ = {model_->config().vocab_size, options.max_num_seqs, model_->max_model_len(), options.block_size,
+             num_blocks_, tokenizer_ != nullptr};
   prefix_cache_ = std::make_unique<PrefixCache>(options.block_size, options.enable_prefix_caching);
   pool_ = std::make_unique<BlockPool>(num_blocks_, options.block_size, *prefix_cache_);
   scheduler_ = std::make_unique<Scheduler>(*pool_, options.max_num_seqs, options.max_num_batched_tokens);
@@ -247,50 +249,6 @@ void EngineImpl::loop() {
   while (!requests_.empty()) finish(*requests_.begin()->second, FinishReason::kCancelled, "the engine shut down");
 }
 
-std::string EngineImpl::check_request(const Request& r) const {
-  const SamplingParams& s = r.params;
-  const int64_t vocab = model_->config().vocab_size;
-  if (r.prompt.empty()) return "the prompt is empty: give at least one token";
-  if (s.n < 1 || s.n > options_.max_num_seqs)
-    return fmt::format("n must be in [1, max_num_seqs = {}], got {}", options_.max_num_seqs, s.n);
-  if (s.top_logprobs < 0 || s.top_logprobs > std::min<int64_t>(kMaxTopLogprobs, vocab))
-    return fmt::format("top_logprobs must be in [0, {}], got {}", std::min<int64_t>(kMaxTopLogprobs, vocab),
-                       s.top_logprobs);
-  for (size_t i = 0; i < r.prompt.size(); ++i)
-    if (r.prompt[i] < 0 || r.prompt[i] >= vocab)
-      return fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", r.prompt[i], i, vocab);
-  if (s.prompt_logprobs && (*s.prompt_logprobs < 0 || *s.prompt_logprobs > std::min<int64_t>(kMaxTopLogprobs, vocab)))
-    return fmt::format("prompt_logprobs must be in [0, {}], got {}", std::min<int64_t>(kMaxTopLogprobs, vocab),
-                       *s.prompt_logprobs);
-  if (s.max_tokens < 1 && !(s.max_tokens == 0 && s.prompt_logprobs))
-    return fmt::format("max_tokens must be at least 1 (0 only with prompt_logprobs), got {}", s.max_tokens);
-  if (s.min_tokens < 0 || s.min_tokens > s.max_tokens)
-    return fmt::format("min_tokens must be in [0, max_tokens = {}], got {}", s.max_tokens, s.min_tokens);
-  const int64_t total = static_cast<int64_t>(r.prompt.size()) + s.max_tokens;
-  if (total > model_->max_model_len())
-    return fmt::format("prompt of {} tokens plus max_tokens {} exceeds the model's context length of {} tokens",
-                       r.prompt.size(), s.max_tokens, model_->max_model_len());
-  const int64_t blocks = (total + options_.block_size - 1) / options_.block_size;
-  if (blocks > num_blocks_)
-    return fmt::format("prompt of {} tokens plus max_tokens {} needs {} KV blocks but the whole cache has {} "
-                       "({} tokens)", r.prompt.size(), s.max_tokens, blocks, num_blocks_,
-                       num_blocks_ * options_.block_size);
-  if (!(s.temperature >= 0)) return fmt::format("temperature must be >= 0, got {}", s.temperature);
-  if (!(s.top_p > 0 && s.top_p <= 1)) return fmt::format("top_p must be in (0, 1], got {}", s.top_p);
-  if (!(s.min_p >= 0 && s.min_p <= 1)) return fmt::format("min_p must be in [0, 1], got {}", s.min_p);
-  if (s.top_k < -1) return fmt::format("top_k must be -1 or 0 (disabled) or positive, got {}", s.top_k);
-  if (!(s.repetition_penalty > 0))
-    return fmt::format("repetition_penalty must be > 0, got {}", s.repetition_penalty);
-  if (!s.stop.empty() && !tokenizer_)
-    return "stop strings need a tokenizer, and the model folder has none (use stop_token_ids)";
-  if (s.grammar && s.grammar->vocab().vocab_size() > vocab)
-    return fmt::format("the grammar's vocabulary has {} tokens, more than the model's {}",
-                       s.grammar->vocab().vocab_size(), vocab);
-  for (int32_t id : s.stop_token_ids)
-    if (id < 0 || id >= vocab) return fmt::format("stop token id {} is outside the vocabulary [0, {})", id, vocab);
-  return {};
-}
-
 void EngineImpl::admit_new_requests() {
   std::vector<std::unique_ptr<Request>> incoming;
   {
@@ -302,7 +260,7 @@ void EngineImpl::admit_new_requests() {
     cancels_.clear();
   }
   for (auto& r : incoming) {
-    if (std::string error = check_request(*r); !error.empty()) {
+    if (std::string error = check_request(*r, limits_); !error.empty()) {
       RequestEvent event = finished_event(FinishReason::kError, error, static_cast<int64_t>(r->prompt.size()));
       event.rejected = true;
       r->stream->push(std::move(event));
