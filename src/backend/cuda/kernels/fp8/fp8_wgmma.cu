@@ -115,12 +115,12 @@ __device__ __forceinline__ void fp8_consume(const Fp8WgmmaArgs& a, const Fp8Ring
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int64_t groups = kBlocks ? a.k / kChunkK : 1;
   float part[2][kTokens / 2];
-  Fp8Scales<kTokens> scales[2];
-  // Queues chunk i's MMAs into part[b] (b = i % 2, a constant at each call).
-  auto issue = [&](int i, float (&p)[kTokens / 2], Fp8Scales<kTokens>& sc) {
+  Fp8Scales<kTokens> scales;  // a chunk's with blocks (one chunk at a time), else the channels'
+  // Queues chunk i's MMAs into p (part[i % 2] per channel, a constant at each call).
+  auto issue = [&](int i, float (&p)[kTokens / 2]) {
     const int s = i % kStages;
     const uint32_t stage = ring.address + s * L::kStageBytes;
-    if constexpr (kBlocks) sc.load(a, tile.m0, rows, groups, tile.chunk_of(i));
+    if constexpr (kBlocks) scales.load(a, tile.m0, rows, groups, tile.chunk_of(i));
     hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / kStages) & 1);
     const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kChunkK, 16, 1024);
     const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
@@ -133,12 +133,12 @@ __device__ __forceinline__ void fp8_consume(const Fp8WgmmaArgs& a, const Fp8Ring
     hopper::wgmma_commit();
   };
   // Adds chunk i's finished sum (its MMAs waited for) to acc and frees its stage.
-  auto promote = [&](int i, float (&p)[kTokens / 2], const Fp8Scales<kTokens>& sc) {
+  auto promote = [&](int i, float (&p)[kTokens / 2]) {
     hopper::fence_registers(p);
     __syncwarp();
     if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (i % kStages));  // the stage may be refilled
     if constexpr (kBlocks) {
-      sc.apply(acc, p, i > 0);
+      scales.apply(acc, p, i > 0);
     } else {
 #pragma unroll
       for (int j = 0; j < kTokens / 2; ++j) acc[j] = i > 0 ? acc[j] + p[j] : p[j];
@@ -147,34 +147,34 @@ __device__ __forceinline__ void fp8_consume(const Fp8WgmmaArgs& a, const Fp8Ring
   const int n = tile.num_chunks;
   if constexpr (kBlocks) {  // two sets of chunk scales and sums would spill: one chunk at a time
     for (int i = 0; i < n; ++i) {
-      issue(i, part[0], scales[0]);
+      issue(i, part[0]);
       hopper::wgmma_wait<0>();
-      promote(i, part[0], scales[0]);
+      promote(i, part[0]);
     }
     return;
   }
-  issue(0, part[0], scales[0]);
+  issue(0, part[0]);
   int i = 1;
   for (; i + 1 < n; i += 2) {
-    issue(i, part[1], scales[1]);
+    issue(i, part[1]);
     hopper::wgmma_wait<1>();
-    promote(i - 1, part[0], scales[0]);
-    issue(i + 1, part[0], scales[0]);
+    promote(i - 1, part[0]);
+    issue(i + 1, part[0]);
     hopper::wgmma_wait<1>();
-    promote(i, part[1], scales[1]);
+    promote(i, part[1]);
   }
   if (i < n) {
-    issue(i, part[1], scales[1]);
+    issue(i, part[1]);
     hopper::wgmma_wait<1>();
-    promote(i - 1, part[0], scales[0]);
+    promote(i - 1, part[0]);
     hopper::wgmma_wait<0>();
-    promote(i, part[1], scales[1]);
+    promote(i, part[1]);
   } else {
     hopper::wgmma_wait<0>();
-    promote(i - 1, part[0], scales[0]);
+    promote(i - 1, part[0]);
   }
-  scales[0].load(a, tile.m0, rows, 1, 0);
-  scales[0].apply(acc, acc, false);
+  scales.load(a, tile.m0, rows, 1, 0);
+  scales.apply(acc, acc, false);
 }
 
 template <int kTokens, int kStages, bool kBlocks>

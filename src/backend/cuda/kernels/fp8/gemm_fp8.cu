@@ -78,25 +78,33 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_vector_kernel(GemmFp8A
     }
   }
   // A chunk's scale: the static one, the row's, or its group's (16 chunks on 16 adjacent lanes).
-  float scale[kChunks];
-  float row_amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kChunks; ++i) {
+  auto chunk_amax = [&](int i) {
     float amax = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[i][j]));
-    row_amax = fmaxf(row_amax, amax);
-    for (int offset = 8; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
-    scale[i] = amax > 0.0f ? amax / 448.0f : 1.0f;
-  }
+    return amax;
+  };
+  auto scale_of = [](float amax) { return amax > 0.0f ? amax / 448.0f : 1.0f; };
+  float scale[kChunks];
   if (a.input_scale != nullptr || a.block_size == 0) {
-    float s = a.input_scale != nullptr ? *a.input_scale : 0.0f;
-    if (a.input_scale == nullptr) {
-      row_amax = block_max(row_amax);
-      s = row_amax > 0.0f ? row_amax / 448.0f : 1.0f;
+    float s = 0.0f;
+    if (a.input_scale != nullptr) {
+      s = *a.input_scale;
+    } else {
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kChunks; ++i) amax = fmaxf(amax, chunk_amax(i));
+      s = scale_of(block_max(amax));
     }
 #pragma unroll
     for (int i = 0; i < kChunks; ++i) scale[i] = s;
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) {
+      float amax = chunk_amax(i);
+      for (int offset = 8; offset > 0; offset /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+      scale[i] = scale_of(amax);
+    }
   }
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
