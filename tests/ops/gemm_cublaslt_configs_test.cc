@@ -1,0 +1,173 @@
+// cuBLASLt's configurations for the decode-batch products brisk hands it (Llama-3-8B, M 16-256):
+// the heuristic's first choice (brisk's plan, gemm_runner.cc) against every candidate the
+// heuristic lists and each of them split over K, timed on weights rotating over 256 MB of copies
+// (reads from DRAM, as in a model's step). A benchmark only (BRISK_OPS_PERF=1): it prints the
+// first choice, the best candidate and the best split with their tile, stages and split count,
+// the evidence for choosing plans by timing (docs/perf/gemm.md).
+#include <gtest/gtest.h>
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "ops_test_util.h"
+
+namespace brisk::testing {
+namespace {
+
+#define CHECK_CUBLAS(expr) ASSERT_EQ((expr), CUBLAS_STATUS_SUCCESS) << #expr
+
+struct AlgoConfig {
+  cublasLtMatmulAlgo_t algo;
+  int tile = 0, stages = 0, split = 1, cluster = 0;
+};
+
+AlgoConfig describe_algo(const cublasLtMatmulAlgo_t& algo) {
+  AlgoConfig c{algo};
+  size_t written = 0;
+  uint32_t value = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &value, sizeof(value), &written);
+  c.tile = static_cast<int>(value);
+  value = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &value, sizeof(value), &written);
+  c.stages = static_cast<int>(value);
+  value = 1;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &value, sizeof(value), &written);
+  c.split = static_cast<int>(std::max<uint32_t>(value, 1));
+  value = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &value, sizeof(value),
+                                       &written);
+  c.cluster = static_cast<int>(value);
+  return c;
+}
+
+std::string config_str(const AlgoConfig& c) {
+  return "tile " + std::to_string(c.tile) + " stages " + std::to_string(c.stages) + " cluster " +
+         std::to_string(c.cluster) + " split " + std::to_string(c.split);
+}
+
+TEST(GemmPerf, CublasLtConfigs) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  Allocator& alloc = cuda_backend().allocator();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cublasLtHandle_t handle = nullptr;
+  CHECK_CUBLAS(cublasLtCreate(&handle));
+  const size_t workspace_bytes = size_t{32} << 20;
+  Tensor workspace(alloc, DType::kU8, {static_cast<int64_t>(workspace_bytes)});
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+
+  struct Shape { const char* name; int64_t n, k; };
+  for (const Shape& s : {Shape{"qkv", 6144, 4096}, Shape{"o_proj", 4096, 4096}, Shape{"gate_up", 28672, 4096},
+                         Shape{"down", 4096, 14336}}) {
+    const int copies = static_cast<int>(std::ceil(256e6 / (2.0 * s.n * s.k)));
+    std::vector<Tensor> w;
+    for (int i = 0; i < copies; ++i) {
+      w.push_back(Tensor(alloc, DType::kBF16, {s.n, s.k}));
+      fill_random(w.back(), 2 + i);
+    }
+    for (int64_t m : {16, 64, 128, 168, 256}) {
+      Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n});
+      fill_random(x, 1);
+      cublasLtMatmulDesc_t desc = nullptr;
+      cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+      CHECK_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      const cublasOperation_t transpose = CUBLAS_OP_T, no_transpose = CUBLAS_OP_N;
+      CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
+      CHECK_CUBLAS(
+          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose, sizeof(no_transpose)));
+      CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, s.k, s.n, s.k));
+      CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, s.k, m, s.k));
+      CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, s.n, m, s.n));
+      cublasLtMatmulPreference_t preference = nullptr;
+      CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
+      CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                        &workspace_bytes, sizeof(workspace_bytes)));
+      std::vector<cublasLtMatmulHeuristicResult_t> results(64);
+      int found = 0;
+      CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, d, d, preference, 64, results.data(), &found));
+      cublasLtMatmulPreferenceDestroy(preference);
+      ASSERT_GT(found, 0);
+
+      // Candidates: the heuristic's, then each of them split over K in 2-8 parts where cuBLASLt
+      // accepts the split (cublasLtMatmulAlgoCheck) within the workspace.
+      std::vector<AlgoConfig> candidates;
+      for (int i = 0; i < found; ++i) candidates.push_back(describe_algo(results[i].algo));
+      const size_t listed = candidates.size();
+      for (size_t i = 0; i < listed; ++i) {
+        if (candidates[i].split > 1) continue;
+        for (uint32_t split : {2u, 3u, 4u, 6u, 8u}) {
+          for (cublasLtReductionScheme_t scheme : {CUBLASLT_REDUCTION_SCHEME_INPLACE,
+                                                   CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE}) {
+            cublasLtMatmulAlgo_t algo = candidates[i].algo;
+            const uint32_t scheme_value = scheme;
+            if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
+                                                     sizeof(split)) != CUBLAS_STATUS_SUCCESS ||
+                cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme_value,
+                                                     sizeof(scheme_value)) != CUBLAS_STATUS_SUCCESS)
+              continue;
+            cublasLtMatmulHeuristicResult_t check{};
+            if (cublasLtMatmulAlgoCheck(handle, desc, a, b, d, d, &algo, &check) != CUBLAS_STATUS_SUCCESS ||
+                check.workspaceSize > workspace_bytes)
+              continue;
+            candidates.push_back(describe_algo(algo));
+            break;
+          }
+        }
+      }
+
+      const float alpha = 1.0f, beta = 0.0f;
+      int next = 0;
+      auto time_us = [&](const AlgoConfig& c) {
+        auto run = [&] {
+          return cublasLtMatmul(handle, desc, &alpha, w[next++ % copies].view().data(), a, x.view().data(), b,
+                                &beta, y.view().data(), d, y.view().data(), d, &c.algo, workspace.view().data(),
+                                workspace_bytes, stream);
+        };
+        for (int i = 0; i < 3; ++i)
+          if (run() != CUBLAS_STATUS_SUCCESS) return -1.0;
+        constexpr int kIterations = 20;
+        cudaEventRecord(start, stream);
+        for (int i = 0; i < kIterations; ++i) run();
+        cudaEventRecord(stop, stream);
+        cudaEventSynchronize(stop);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, start, stop);
+        return 1e3 * ms / kIterations;
+      };
+      double first = -1, best = 1e30, best_split = 1e30;
+      AlgoConfig best_config{}, best_split_config{};
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        const double us = time_us(candidates[i]);
+        if (us < 0) continue;
+        if (i == 0) first = us;
+        if (i < listed && us < best) best = us, best_config = candidates[i];
+        if (i >= listed && us < best_split) best_split = us, best_split_config = candidates[i];
+      }
+      ASSERT_GT(first, 0) << "the heuristic's first choice failed to run";
+      const double gb = 2.0 * s.n * s.k / 1e3;  // GB/s at one microsecond
+      std::printf("[cublaslt] %-8s M %4lld: first %7.1f us (%s, %.0f GB/s) | best of %zu listed %7.1f us (%s)"
+                  " | best of %zu splits %7.1f us (%s, %.0f GB/s)\n",
+                  s.name, static_cast<long long>(m), first, config_str(candidates[0]).c_str(), gb / first, listed,
+                  best, config_str(best_config).c_str(), candidates.size() - listed, best_split,
+                  best_split < 1e29 ? config_str(best_split_config).c_str() : "-",
+                  best_split < 1e29 ? gb / best_split : 0.0);
+      cublasLtMatrixLayoutDestroy(a);
+      cublasLtMatrixLayoutDestroy(b);
+      cublasLtMatrixLayoutDestroy(d);
+      cublasLtMatmulDescDestroy(desc);
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cublasLtDestroy(handle);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace brisk::testing
