@@ -71,6 +71,8 @@ TEST(CudaRuntime, CachingAllocatorReusesBlocks) {
   EXPECT_EQ(allocator.free_bytes(), 0u);
   EXPECT_EQ(cuda::CachingAllocator::round_size(1), 512u);
   EXPECT_EQ(cuda::CachingAllocator::round_size((size_t{1} << 20) + 1), (size_t{5} << 20) / 4);
+  EXPECT_EQ(cuda::CachingAllocator::round_size(size_t{1} << 30), size_t{1} << 30);
+  EXPECT_EQ(cuda::CachingAllocator::round_size(18746064896), size_t{8939} << 21);  // 2 MiB steps past 1 GiB
   EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 256, 0u);
 }
 

@@ -15,6 +15,12 @@ namespace {
 
 constexpr size_t kSmallAlignment = 512;
 constexpr size_t kSmallLimit = size_t{1} << 20;
+// Past 1 GiB the buffers are the model's own (weights, a layer's KV cache), allocated once: they
+// take cudaMalloc's 2 MiB granularity instead of a size class, whose rounding would waste up to a
+// quarter of them (a 18.7 GB cache layer took 20 GiB and the last layers no longer fit on an 80 GB
+// card). Step temporaries stay below it.
+constexpr size_t kLargeLimit = size_t{1} << 30;
+constexpr size_t kLargeAlignment = size_t{2} << 20;
 
 }  // namespace
 
@@ -22,6 +28,7 @@ size_t CachingAllocator::round_size(size_t num_bytes) {
   if (num_bytes <= kSmallLimit) {
     return (num_bytes + kSmallAlignment - 1) / kSmallAlignment * kSmallAlignment;
   }
+  if (num_bytes > kLargeLimit) return (num_bytes + kLargeAlignment - 1) / kLargeAlignment * kLargeAlignment;
   // Four classes per octave: the step is a quarter of the largest power of two <= num_bytes.
   const size_t step = std::bit_floor(num_bytes) / 4;
   return (num_bytes + step - 1) / step * step;

@@ -3,7 +3,8 @@
 // synchronises the device) or cudaFree.
 //
 // Size classes: requests round up to a multiple of 512 B below 1 MiB; above, to one of four
-// classes per power of two (1, 1.25, 1.5, 1.75 x 2^k), wasting at most 25%. Reuse is by exact
+// classes per power of two (1, 1.25, 1.5, 1.75 x 2^k), wasting at most 25%; past 1 GiB (buffers
+// allocated once: weights, KV cache layers) to a multiple of 2 MiB. Reuse is by exact
 // class. Blocks are 256-byte aligned (cudaMalloc's guarantee), which cuBLASLt and the vectorised
 // kernels rely on.
 //
