@@ -151,12 +151,14 @@ TEST(GemmPerf, CublasLtConfigs) {
       }
       ASSERT_GT(first, 0) << "the heuristic's first choice failed to run";
       const double gb = 2.0 * s.n * s.k / 1e3;  // GB/s at one microsecond
+      char split[128] = "none accepted";
+      if (best_split < 1e29)
+        std::snprintf(split, sizeof(split), "%.1f us (%s, %.0f GB/s)", best_split,
+                      config_str(best_split_config).c_str(), gb / best_split);
       std::printf("[cublaslt] %-8s M %4lld: first %7.1f us (%s, %.0f GB/s) | best of %zu listed %7.1f us (%s)"
-                  " | best of %zu splits %7.1f us (%s, %.0f GB/s)\n",
+                  " | best of %zu splits %s\n",
                   s.name, static_cast<long long>(m), first, config_str(candidates[0]).c_str(), gb / first, listed,
-                  best, config_str(best_config).c_str(), candidates.size() - listed, best_split,
-                  best_split < 1e29 ? config_str(best_split_config).c_str() : "-",
-                  best_split < 1e29 ? gb / best_split : 0.0);
+                  best, config_str(best_config).c_str(), candidates.size() - listed, split);
       cublasLtMatrixLayoutDestroy(a);
       cublasLtMatrixLayoutDestroy(b);
       cublasLtMatrixLayoutDestroy(d);
