@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -26,22 +25,15 @@ struct AlgoConfig {
 };
 
 AlgoConfig describe_algo(const cublasLtMatmulAlgo_t& algo) {
-  AlgoConfig c{algo};
-  size_t written = 0;
-  uint32_t value = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &value, sizeof(value), &written);
-  c.tile = static_cast<int>(value);
-  value = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &value, sizeof(value), &written);
-  c.stages = static_cast<int>(value);
-  value = 1;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &value, sizeof(value), &written);
-  c.split = static_cast<int>(std::max<uint32_t>(value, 1));
-  value = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &value, sizeof(value),
-                                       &written);
-  c.cluster = static_cast<int>(value);
-  return c;
+  auto attribute = [&](cublasLtMatmulAlgoConfigAttributes_t which, uint32_t unset) {
+    uint32_t value = unset;
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, which, &value, sizeof(value), &written);
+    return static_cast<int>(value);
+  };
+  return {algo, attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, 0),
+          std::max(attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1), 1),
+          attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 0)};
 }
 
 std::string config_str(const AlgoConfig& c) {
@@ -65,12 +57,8 @@ TEST(GemmPerf, CublasLtConfigs) {
   struct Shape { const char* name; int64_t n, k; };
   for (const Shape& s : {Shape{"qkv", 6144, 4096}, Shape{"o_proj", 4096, 4096}, Shape{"gate_up", 28672, 4096},
                          Shape{"down", 4096, 14336}}) {
-    const int copies = static_cast<int>(std::ceil(256e6 / (2.0 * s.n * s.k)));
-    std::vector<Tensor> w;
-    for (int i = 0; i < copies; ++i) {
-      w.push_back(Tensor(alloc, DType::kBF16, {s.n, s.k}));
-      fill_random(w.back(), 2 + i);
-    }
+    const std::vector<Tensor> w = random_weight_copies(s.n, s.k);
+    const int copies = static_cast<int>(w.size());
     for (int64_t m : {16, 64, 128, 168, 256}) {
       Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n});
       fill_random(x, 1);

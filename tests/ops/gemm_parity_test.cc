@@ -93,12 +93,8 @@ TEST(GemmPerf, Llama8B) {
                            {"gate_up", 28672, 4096, DType::kBF16}, {"down", 4096, 14336, DType::kBF16},
                            {"lm_head", 128256, 4096, DType::kF32}};
   for (const Shape3& s : shapes) {
-    const int copies = static_cast<int>(std::ceil(256e6 / (2.0 * s.n * s.k)));
-    std::vector<Tensor> w;
-    for (int i = 0; i < copies; ++i) {
-      w.push_back(Tensor(alloc, DType::kBF16, {s.n, s.k}));
-      fill_random(w.back(), 2 + i);
-    }
+    const std::vector<Tensor> w = random_weight_copies(s.n, s.k);
+    const int copies = static_cast<int>(w.size());
     for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 168, 192, 256, 4096}) {
       Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, s.y, {m, s.n});
       fill_random(x, 1);

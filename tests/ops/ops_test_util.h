@@ -129,6 +129,17 @@ inline void fill_random(const Tensor& device, uint32_t seed = 1) {
   }
 }
 
+// Random bf16 [n, k] weights in enough copies to fill 256 MB: a benchmark that reads another copy
+// each call reads from DRAM, as in a model's step, not from L2.
+inline std::vector<Tensor> random_weight_copies(int64_t n, int64_t k) {
+  std::vector<Tensor> copies;
+  for (int i = 0; i < static_cast<int>(std::ceil(256e6 / (2.0 * n * k))); ++i) {
+    copies.push_back(Tensor(cuda_backend().allocator(), DType::kBF16, {n, k}));
+    fill_random(copies.back(), 2 + i);
+  }
+  return copies;
+}
+
 // A RoPE table [max_positions, head_dim] f32: cos of each position's angles, then their sin.
 inline Tensor make_cos_sin(int64_t max_positions, int head_dim, double base = 10000.0) {
   std::vector<double> values(max_positions * head_dim);

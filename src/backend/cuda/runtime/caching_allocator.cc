@@ -22,16 +22,15 @@ constexpr size_t kSmallLimit = size_t{1} << 20;
 constexpr size_t kLargeLimit = size_t{1} << 30;
 constexpr size_t kLargeAlignment = size_t{2} << 20;
 
+size_t round_up(size_t num_bytes, size_t step) { return (num_bytes + step - 1) / step * step; }
+
 }  // namespace
 
 size_t CachingAllocator::round_size(size_t num_bytes) {
-  if (num_bytes <= kSmallLimit) {
-    return (num_bytes + kSmallAlignment - 1) / kSmallAlignment * kSmallAlignment;
-  }
-  if (num_bytes > kLargeLimit) return (num_bytes + kLargeAlignment - 1) / kLargeAlignment * kLargeAlignment;
+  if (num_bytes <= kSmallLimit) return round_up(num_bytes, kSmallAlignment);
+  if (num_bytes > kLargeLimit) return round_up(num_bytes, kLargeAlignment);
   // Four classes per octave: the step is a quarter of the largest power of two <= num_bytes.
-  const size_t step = std::bit_floor(num_bytes) / 4;
-  return (num_bytes + step - 1) / step * step;
+  return round_up(num_bytes, std::bit_floor(num_bytes) / 4);
 }
 
 CachingAllocator::~CachingAllocator() {
