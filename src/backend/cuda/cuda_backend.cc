@@ -123,7 +123,7 @@ void CudaBackend::rms_norm(const RmsNormParams& p) { cuda::rms_norm(context_, p)
 void CudaBackend::rope_kv_append(const RopeKvAppendParams& p) { cuda::rope_kv_append(context_, p); }
 void CudaBackend::gemm(const GemmParams& p) { gemm_->run(context_, p); }
 void CudaBackend::gemm_w4a16(const GemmW4A16Params& p) { cuda::gemm_w4a16(context_, *gemm_, p); }
-void CudaBackend::gemm_fp8(const GemmFp8Params& p) { cuda::gemm_fp8(context_, p); }
+void CudaBackend::gemm_fp8(const GemmFp8Params& p) { cuda::gemm_fp8(context_, *gemm_, p); }
 Int4Layout CudaBackend::repack_int4(TensorView qweight) { return cuda::repack_int4(context_, qweight); }
 void CudaBackend::attention(const AttentionParams& p) { cuda::attention(context_, p); }
 void CudaBackend::rope_append_attention(const RopeKvAppendParams& append, const AttentionParams& attn) {

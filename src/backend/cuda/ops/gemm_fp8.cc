@@ -1,10 +1,12 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
-// scales in scratch, then the product by the decode kernel (small M) or the FP8 wgmma kernel
-// (both K % 128 == 0, N % 16 == 0), else on CUDA cores (kernels/fp8/gemm_fp8.h).
+// scales in scratch, then the product by the decode kernel (small M), cuBLASLt's scaled FP8 matmul
+// (larger M: per-row scales, or 128-blocks where K % 128 == 0) or, where cuBLASLt has no algorithm,
+// the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0), else on CUDA cores (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/tensor_map.h"
 #include "backend/cuda/ops/cuda_ops.h"
+#include "backend/cuda/ops/gemm_runner.h"
 #include "backend/cuda/ops/op_checks.h"
 #include "core/error.h"
 
@@ -25,13 +27,21 @@ CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows
 
 }  // namespace
 
-void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
+void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   check_op_params(p, Device::kCuda);
   const int64_t m = p.x.size(0), n = p.weight.size(0), k = p.weight.size(1);
   if (m == 0 || n == 0) return;
   BRISK_CHECK(m <= 65535, "gemm_fp8: x is {}; at most 65535 rows a call", p.x.describe());
-  Tensor x_q(*ctx.allocator, DType::kU8, {m, k});  // freed on return: reuse is stream-ordered
-  Tensor x_scale(*ctx.allocator, DType::kF32, {m, p.weight_scale.size(1)});
+  const int64_t groups = p.weight_scale.size(1);
+  // cuBLASLt past the decode kernel's rows; its 1 x 128 scales are group-major, rows padded to 4.
+  const bool blocks = p.block_size > 0;
+  const GemmRunner::Fp8Scales scales = blocks ? GemmRunner::Fp8Scales::kBlocks128 : GemmRunner::Fp8Scales::kPerRow;
+  Tensor x_q(*ctx.allocator, DType::kF8E4M3, {m, k});  // freed on return: reuse is stream-ordered
+  const bool lt = !fp8_mma_supports(static_cast<int>(m), n, k) && k % 16 == 0 && n % 16 == 0 &&
+                  (!blocks || (p.block_size == 128 && k % 128 == 0)) &&
+                  dense.fp8_supported(x_q, p.weight, scales, p.bias, p.y);
+  const int64_t scale_ld = lt && blocks ? (m + 3) / 4 * 4 : 0;
+  Tensor x_scale(*ctx.allocator, DType::kF32, {scale_ld > 0 ? groups * scale_ld : m * groups});
   GemmFp8Args a;
   a.x = p.x.data();
   a.x_stride = p.x.stride(0);
@@ -46,11 +56,24 @@ void gemm_fp8(const OpContext& ctx, const GemmFp8Params& p) {
   a.y_type = float_type(p.y.dtype());
   a.x_q = x_q.data_as<uint8_t>();
   a.x_scale = x_scale.data_as<float>();
+  a.x_scale_ld = scale_ld;
   a.m = static_cast<int>(m);
   a.n = n;
   a.k = k;
   a.block_size = p.block_size;
   launch_quantize_fp8_rows(a, ctx.stream);
+  if (lt) {
+    Tensor w_blocks;
+    const float* w_scale = a.weight_scale;
+    if (blocks) {
+      const int64_t ld = (groups + 3) / 4 * 4;
+      w_blocks = Tensor(*ctx.allocator, DType::kF32, {(n + 127) / 128, ld});
+      launch_fp8_block_scales(a.weight_scale, n, groups, w_blocks.data_as<float>(), ld, ctx.stream);
+      w_scale = w_blocks.data_as<float>();
+    }
+    dense.run_fp8(ctx, x_q, a.x_scale, p.weight, w_scale, scales, p.bias, p.y);
+    return;
+  }
   if (fp8_mma_supports(a.m, n, k)) {
     launch_fp8_mma(a, ctx.stream);
     return;

@@ -25,6 +25,7 @@ cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
     case DType::kF32: return CUDA_R_32F;
     case DType::kF16: return CUDA_R_16F;
+    case DType::kF8E4M3: return CUDA_R_8F_E4M3;
     default: return CUDA_R_16BF;
   }
 }
@@ -79,6 +80,13 @@ bool GemmRunner::make_plan(Plan& plan, const Key& key, TensorView x, TensorView 
                                                   &transpose, sizeof(transpose)));
   BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                                   &no_transpose, sizeof(no_transpose)));
+  if (key[13] != 0) {  // FP8: the scale forms of A (w) and B (x); their pointers are set per call
+    const bool blocks = key[13] == static_cast<int64_t>(Fp8Scales::kBlocks128);
+    const int32_t a_mode = blocks ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    const int32_t b_mode = blocks ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)));
+    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)));
+  }
   if (with_bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
@@ -122,6 +130,7 @@ bool GemmRunner::make_plan(Plan& plan, const Key& key, TensorView x, TensorView 
   BRISK_CUDA_CHECK(status);
   plan.algo = result.algo;
   plan.bias_epilogue = with_bias;
+  plan.usable = true;
   return true;
 }
 
@@ -134,23 +143,25 @@ GemmRunner::Plan& GemmRunner::plan_for(const Key& key, TensorView x, TensorView 
   if (!(want_bias && make_plan(plan, key, x, w, bias, d, true)) &&
       !make_plan(plan, key, x, w, bias, d, false)) {
     destroy(plan);
-    throw_error(ErrorCode::kBackend,
-                "gemm: cuBLASLt has no algorithm for x {} (row stride {}) * w {}^T (row stride {}) "
-                "-> {} (row stride {})", x.describe(), x.stride(0), w.describe(), w.stride(0),
-                d.describe(), d.stride(0));
+    if (key[13] == 0)
+      throw_error(ErrorCode::kBackend,
+                  "gemm: cuBLASLt has no algorithm for x {} (row stride {}) * w {}^T (row stride {}) "
+                  "-> {} (row stride {})", x.describe(), x.stride(0), w.describe(), w.stride(0),
+                  d.describe(), d.stride(0));
   }
   return plans_.emplace(key, plan).first->second;
 }
 
-bool GemmRunner::matmul(const OpContext& ctx, TensorView x, TensorView w, TensorView bias,
+GemmRunner::Key GemmRunner::key_of(TensorView x, TensorView w, TensorView bias, TensorView d, int64_t fp8_scales) {
+  return {x.size(0), w.size(0), x.size(1), leading_dim(w), leading_dim(x), leading_dim(d),
+          static_cast<int64_t>(w.dtype()), static_cast<int64_t>(d.dtype()),
+          bias.empty() ? -1 : static_cast<int64_t>(bias.dtype()),
+          alignment(w.data()), alignment(x.data()), alignment(d.data()),
+          bias.empty() ? 0 : alignment(bias.data()), fp8_scales};
+}
+
+void GemmRunner::launch(const OpContext& ctx, Plan& plan, TensorView x, TensorView w, TensorView bias,
                         TensorView d) {
-  const Key key{x.size(0), w.size(0), x.size(1), leading_dim(w), leading_dim(x), leading_dim(d),
-                static_cast<int64_t>(w.dtype()), static_cast<int64_t>(d.dtype()),
-                bias.empty() ? -1 : static_cast<int64_t>(bias.dtype()),
-                alignment(w.data()), alignment(x.data()), alignment(d.data()),
-                bias.empty() ? 0 : alignment(bias.data())};
-  std::lock_guard<std::mutex> lock(mutex_);
-  Plan& plan = plan_for(key, x, w, bias, d);
   if (plan.bias_epilogue) {
     const void* bias_ptr = bias.data();
     BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
@@ -160,7 +171,36 @@ bool GemmRunner::matmul(const OpContext& ctx, TensorView x, TensorView w, Tensor
   BRISK_CUDA_CHECK(cublasLtMatmul(handle_, plan.desc, &alpha, w.data(), plan.a, x.data(), plan.b,
                                   &beta, d.data(), plan.d, d.data(), plan.d, &plan.algo,
                                   workspace_.view().data(), kWorkspaceBytes, ctx.stream));
+}
+
+bool GemmRunner::matmul(const OpContext& ctx, TensorView x, TensorView w, TensorView bias,
+                        TensorView d) {
+  const Key key = key_of(x, w, bias, d, 0);
+  std::lock_guard<std::mutex> lock(mutex_);
+  Plan& plan = plan_for(key, x, w, bias, d);
+  launch(ctx, plan, x, w, bias, d);
   return plan.bias_epilogue;
+}
+
+bool GemmRunner::fp8_supported(TensorView x_q, TensorView w, Fp8Scales scales, TensorView bias, TensorView y) {
+  const Key key = key_of(x_q, w, bias, y, static_cast<int64_t>(scales));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Plan& plan = plan_for(key, x_q, w, bias, y);
+  return plan.usable && (bias.empty() || plan.bias_epilogue);
+}
+
+void GemmRunner::run_fp8(const OpContext& ctx, TensorView x_q, const float* x_scale, TensorView w,
+                         const float* w_scale, Fp8Scales scales, TensorView bias, TensorView y) {
+  const Key key = key_of(x_q, w, bias, y, static_cast<int64_t>(scales));
+  std::lock_guard<std::mutex> lock(mutex_);
+  Plan& plan = plan_for(key, x_q, w, bias, y);
+  BRISK_CHECK(plan.usable && (bias.empty() || plan.bias_epilogue), "gemm_fp8: cuBLASLt has no algorithm for x {} * w {}^T -> {}",
+              x_q.describe(), w.describe(), y.describe());
+  BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+                                                  sizeof(w_scale)));
+  BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
+                                                  sizeof(x_scale)));
+  launch(ctx, plan, x_q, w, bias, y);
 }
 
 void GemmRunner::run(const OpContext& ctx, const GemmParams& p) {

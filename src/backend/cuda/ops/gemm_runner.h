@@ -3,6 +3,11 @@
 // everything else runs cuBLASLt (CUBLAS_COMPUTE_32F). Matmul descriptors, layouts and the heuristic's algorithm are cached per shape,
 // strides, dtypes and pointer alignments, so a warm step loop only calls cublasLtMatmul.
 //
+// FP8 (run_fp8): e4m3 x and w with cuBLASLt's scaled matmul (sums promoted to fp32, no fast
+// accumulation), the scales applied to the fp32 sums: per row (OUTER_VEC_32F: x_scale [m], w_scale
+// [n]) or per 128-block (x: VEC128_32F, [groups, ld] with ld = round_up(m, 4); w: BLK128x128_32F,
+// [ceil(n / 128), round_up(groups, 4)]), both row-major.
+//
 // Operand dtypes: the model keeps weights as stored, so w may be bf16, f16 or f32.
 // - x in w's dtype: one matmul (bf16/f16 inputs may write bf16/f16 or f32 directly).
 // - otherwise x is converted to w's dtype in scratch first. For f32 weights (an f32 checkpoint
@@ -38,23 +43,35 @@ class GemmRunner {
 
   void run(const OpContext& ctx, const GemmParams& p);
 
+  enum class Fp8Scales { kPerRow = 1, kBlocks128 = 2 };
+  // Whether cuBLASLt has an algorithm for run_fp8 with these operands (and their bias in y's dtype).
+  bool fp8_supported(TensorView x_q, TensorView w, Fp8Scales scales, TensorView bias, TensorView y);
+  // y = (x_q * x_scale) (w * w_scale)^T [+ bias] for e4m3 x_q [m, k] and w [n, k] (scale layouts
+  // above), where fp8_supported.
+  void run_fp8(const OpContext& ctx, TensorView x_q, const float* x_scale, TensorView w, const float* w_scale,
+               Fp8Scales scales, TensorView bias, TensorView y);
+
  private:
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
     bool bias_epilogue = false;  // false: the bias (if any) is added by a kernel
+    bool usable = false;         // false: cuBLASLt has no algorithm (FP8 plans only; run throws)
   };
-  // M, N, K, lda, ldb, ldd, operand dtype, output dtype, bias dtype (or -1), and the
-  // alignments of w, x, y and bias.
-  using Key = std::array<int64_t, 13>;
+  // M, N, K, lda, ldb, ldd, operand dtype, output dtype, bias dtype (or -1), the alignments of
+  // w, x, y and bias, and the FP8 scale form (0 for 16- and 32-bit operands).
+  using Key = std::array<int64_t, 14>;
 
   // Runs d = x w^T [+ bias] for x and w of one dtype, d of a dtype cuBLASLt can write.
   // Returns whether the bias was applied by the epilogue.
   bool matmul(const OpContext& ctx, TensorView x, TensorView w, TensorView bias, TensorView d);
+  static Key key_of(TensorView x, TensorView w, TensorView bias, TensorView d, int64_t fp8_scales);
+  // The cached plan, made on first use: one without an algorithm has usable false.
   Plan& plan_for(const Key& key, TensorView x, TensorView w, TensorView bias, TensorView d);
   bool make_plan(Plan& plan, const Key& key, TensorView x, TensorView w, TensorView bias,
                  TensorView d, bool with_bias);
+  void launch(const OpContext& ctx, Plan& plan, TensorView x, TensorView w, TensorView bias, TensorView d);
   static void destroy(Plan& plan);
 
   Allocator& allocator_;

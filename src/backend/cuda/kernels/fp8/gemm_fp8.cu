@@ -15,6 +15,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Where group g of row m's scale goes (GemmFp8Args::x_scale_ld).
+__device__ __forceinline__ int64_t scale_index(const GemmFp8Args& a, int64_t m, int64_t g, int64_t groups) {
+  return a.x_scale_ld > 0 ? g * a.x_scale_ld + m : m * groups + g;
+}
+
 __device__ __forceinline__ float e4m3_value(uint8_t bits) {
   __nv_fp8_e4m3 v;
   v.__x = bits;
@@ -47,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(GemmFp8Args a) 
       amax = block_max(amax);
       scale = amax > 0.0f ? amax / 448.0f : 1.0f;
     }
-    if (threadIdx.x == 0) a.x_scale[m * groups + g] = scale;
+    if (threadIdx.x == 0) a.x_scale[scale_index(a, m, g, groups)] = scale;
     for (int64_t i = k0 + threadIdx.x; i < k1; i += kThreads) {
       a.x_q[m * a.k + i] = __nv_cvt_float_to_fp8(__fdiv_rn(load_one(row, a.x_type, i), scale), __NV_SATFINITE, __NV_E4M3);
     }
@@ -110,7 +115,7 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_vector_kernel(GemmFp8A
   for (int i = 0; i < kChunks; ++i) {
     const int64_t c = threadIdx.x + int64_t{i} * kThreads;
     if (c >= chunks) continue;
-    if (a.block_size > 0 ? c % 16 == 0 : c == 0) a.x_scale[m * groups + (a.block_size > 0 ? c / 16 : 0)] = scale[i];
+    if (a.block_size > 0 ? c % 16 == 0 : c == 0) a.x_scale[scale_index(a, m, a.block_size > 0 ? c / 16 : 0, groups)] = scale[i];
     uint32_t packed[2] = {0, 0};
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -144,7 +149,19 @@ __global__ void __launch_bounds__(kThreads) gemm_fp8_kernel(GemmFp8Args a) {
   }
 }
 
+__global__ void block_scales_kernel(const float* weight_scale, int64_t groups, float* block_scale, int64_t ld) {
+  const int64_t b = blockIdx.x;
+  for (int64_t g = threadIdx.x; g < ld; g += blockDim.x)
+    block_scale[b * ld + g] = g < groups ? weight_scale[b * 128 * groups + g] : 0.0f;
+}
+
 }  // namespace
+
+void launch_fp8_block_scales(const float* weight_scale, int64_t n, int64_t groups, float* block_scale, int64_t ld,
+                             cudaStream_t stream) {
+  block_scales_kernel<<<static_cast<unsigned>((n + 127) / 128), 128, 0, stream>>>(weight_scale, groups, block_scale, ld);
+  BRISK_CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream) {
   if (a.m == 0) return;

@@ -26,7 +26,8 @@ struct GemmFp8Args {
   int64_t y_stride = 0;
   FloatType y_type = FloatType::kF32;
   uint8_t* x_q = nullptr;    // scratch: e4m3 [m, k]
-  float* x_scale = nullptr;  // scratch: [m, groups]
+  float* x_scale = nullptr;  // scratch: [m, groups], or [groups, x_scale_ld] where x_scale_ld > 0
+  int64_t x_scale_ld = 0;    // (cuBLASLt's layout of 1 x 128 scales; the kernels here read [m, groups])
   int m = 0;
   int64_t n = 0;
   int64_t k = 0;
@@ -35,6 +36,10 @@ struct GemmFp8Args {
 
 // x_q and x_scale from x (one block per row).
 void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream);
+// cuBLASLt's 128 x 128 weight scales from per-row ones: block_scale[b, g] = weight_scale[128 b, g]
+// for b < ceil(n / 128), g < groups, rows of ld >= groups values (zeros past groups).
+void launch_fp8_block_scales(const float* weight_scale, int64_t n, int64_t groups, float* block_scale, int64_t ld,
+                             cudaStream_t stream);
 // y from x_q, x_scale and the weights on CUDA cores (any shape).
 void launch_gemm_fp8_cuda_cores(const GemmFp8Args& a, cudaStream_t stream);
 
