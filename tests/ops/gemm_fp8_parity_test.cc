@@ -1,7 +1,8 @@
 // gemm_fp8: CUDA against the CPU reference on the same inputs. Both quantize x with the same
 // fp32 division and saturating round to nearest even (identical e4m3 codes and scales). The CPU
 // sums the exact products in fp32; Hopper's FP8 tensor cores keep fewer bits while they sum
-// (about 14, truncating; the kernel promotes each 128-K chunk's sum to fp32), so the tolerance
+// (about 14, truncating; brisk's kernels and cuBLASLt without fast accumulation promote partial
+// sums to fp32), so the tolerance
 // scales with the sum of the products' magnitudes: |cuda - cpu| <= 2^-12 * sum_k |q s w s_w| +
 // one rounding of y's dtype * |cpu| + 1e-6 (observed: up to about 2^-15 of that sum).
 #include <gtest/gtest.h>
@@ -80,8 +81,9 @@ TEST(GemmFp8, MatchesCpu) {
       {33, 200, 512, 0, true, false, true, f16, f32},     // static scale, strided x
       {16, 384, 1000, 128, false, true, false, bf16, bf16},  // blocks, a partial last group
       {300, 130, 256, 128, false, false, false, f32, f16},
-      // The wgmma kernel (K % 128 == 0, N % 16 == 0): each token tile, several token tiles, a
-      // partial last 128-row tile, blocks, static scales, f32 y (fragment stores).
+      // cuBLASLt (M > 8, K and N % 16 == 0; blocks: K % 128 == 0), or the wgmma kernel where it has
+      // no algorithm: bias epilogues, static scales, strided x, a partial last 128-row block, f16
+      // and f32 y.
       {150, 256, 1024, 0, false, true, false, bf16, bf16},
       {513, 1040, 768, 0, true, false, true, bf16, bf16},
       {100, 384, 512, 128, false, true, false, bf16, bf16},
@@ -95,7 +97,7 @@ TEST(GemmFp8, MatchesCpu) {
       {3, 1024, 14336, 128, false, true, false, bf16, bf16},
       {8, 272, 1152, 0, false, true, true, f16, f16},
       {5, 160, 3200, 128, false, false, false, bf16, f32},
-      // The wgmma kernel just above it.
+      // cuBLASLt just above it.
       {9, 160, 3200, 128, false, false, false, bf16, f32},
       {16, 2048, 4096, 0, true, false, false, bf16, bf16},
   };
