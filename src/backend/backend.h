@@ -145,6 +145,9 @@ struct GemmFp8Params {
   int block_size = 0;         // 0, or 128: weight and activation scales per 128 K values
   TensorView bias{};          // optional [N]
   TensorView y{};             // [M, N]
+  // block_size 128 only: weight_scale's rows repeat per 128-row block (row n holds block n / 128's
+  // scales), as 128 x 128 checkpoints give; a backend may then run a block-scaled GEMM.
+  bool row_blocks = false;
 };
 
 // Causal attention of each sequence's new tokens over its paged KV (earlier context plus the

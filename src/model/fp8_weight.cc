@@ -62,6 +62,7 @@ Fp8Weight from_fp8_checkpoint(const Fp8Tensors& t, const QuantizationConfig& con
         throw_error(ErrorCode::kInvalidArgument, "{}: weight scale is {} but [{}, {}] 128x128 block scales are {}", name,
                     s.describe(), n, k, expected.to_string());
       w.block_size = kFp8BlockSize;
+      w.row_blocks = true;
       w.weight_scale = Tensor(cpu_allocator(), DType::kF32, {n, blocks(k)});
       for (int64_t r = 0; r < n; ++r)
         for (int64_t b = 0; b < blocks(k); ++b)
@@ -90,6 +91,11 @@ Fp8Weight concat_rows(const std::vector<Fp8Rows>& parts) {
   int64_t n = 0;
   Fp8Weight out;
   out.block_size = first.block_size;
+  // Rows stay in 128-row blocks where every part starts a block and all but the last fill theirs.
+  out.row_blocks = true;
+  for (size_t i = 0; i < parts.size(); ++i)
+    out.row_blocks = out.row_blocks && parts[i].weight->row_blocks && parts[i].begin % kFp8BlockSize == 0 &&
+                     (parts[i].count % kFp8BlockSize == 0 || i + 1 == parts.size());
   for (const Fp8Rows& p : parts) {
     const Fp8Weight& w = *p.weight;
     BRISK_CHECK(w.in_features() == k && w.block_size == first.block_size && (w.input_scale > 0) == (first.input_scale > 0),
@@ -144,6 +150,7 @@ Tensor dequantize(const Fp8Weight& w) {
 Fp8Weight slice_columns(const Fp8Weight& w, int64_t begin, int64_t count) {
   Fp8Weight out;
   out.block_size = w.block_size;
+  out.row_blocks = w.row_blocks;
   out.input_scale = w.input_scale;
   out.weight = copy_columns(w.weight, begin, count);
   if (w.block_size == 0) {

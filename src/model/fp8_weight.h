@@ -32,6 +32,7 @@ struct Fp8Weight {
   Tensor weight_scale;  // f32 [N, groups]
   float input_scale = 0.0f;
   int block_size = 0;  // 0 or kFp8BlockSize
+  bool row_blocks = false;  // weight_scale's rows repeat per 128-row block (GemmFp8Params::row_blocks)
 
   int64_t out_features() const { return weight.shape()[0]; }
   int64_t in_features() const { return weight.shape()[1]; }

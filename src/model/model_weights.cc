@@ -211,6 +211,7 @@ class WeightBuilder {
     if (col_count > 0) fused = slice_columns(fused, col_begin, col_count);
     LinearWeight w;
     w.fp8_block_size = fused.block_size;
+    w.fp8_row_blocks = fused.row_blocks;
     if (fused.input_scale > 0.0f) {
       Tensor input_scale(cpu_allocator(), DType::kF32, {1});
       input_scale.data_as<float>()[0] = fused.input_scale;
@@ -350,7 +351,7 @@ uint64_t LinearWeight::num_bytes() const {
 void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y, bool silu_gate) {
   BRISK_CHECK(w.is_int4() || !silu_gate, "run_linear: silu_gate needs an int4 weight (gemm_w4a16)");
   if (w.is_fp8()) {
-    backend.gemm_fp8({x, w.fp8, w.fp8_scale, w.input_scale, w.fp8_block_size, bias, y});
+    backend.gemm_fp8({x, w.fp8, w.fp8_scale, w.input_scale, w.fp8_block_size, bias, y, w.fp8_row_blocks});
     return;
   }
   if (!w.is_int4()) {
@@ -476,6 +477,7 @@ LinearWeight dummy_fp8_linear(Backend& backend, ModelWeights& out, const Quantiz
   std::fill_n(weight_scale.data_as<float>(), n * groups, scale);
   LinearWeight w;
   w.fp8_block_size = blocks ? kFp8BlockSize : 0;
+  w.fp8_row_blocks = blocks;
   w.fp8 = to_backend(backend, weight, out.owned);
   w.fp8_scale = to_backend(backend, weight_scale, out.owned);
   if (backend.shares_host_memory()) {

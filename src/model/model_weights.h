@@ -32,6 +32,7 @@ struct LinearWeight {
   TensorView fp8_scale;     // f32 [out_features, groups]
   TensorView input_scale;   // optional f32 [1]: static activation scale
   int fp8_block_size = 0;   // 0 or 128
+  bool fp8_row_blocks = false;  // GemmFp8Params::row_blocks
 
   bool is_int4() const { return !qweight.empty(); }
   bool is_fp8() const { return !fp8.empty(); }

@@ -22,12 +22,13 @@ struct Fp8Case {
   int block_size;
   bool static_scale, bias, strided_x;
   DType x, y;
+  bool row_blocks = false;  // block scales repeat per 128 rows (GemmFp8Params::row_blocks)
 };
 
 std::string describe(const Fp8Case& c) {
   return "gemm_fp8 M " + std::to_string(c.m) + " N " + std::to_string(c.n) + " K " + std::to_string(c.k) + " block " +
          std::to_string(c.block_size) + (c.static_scale ? " static" : "") + (c.bias ? " +bias" : "") +
-         (c.strided_x ? " strided x" : "") + " x " + dtype_str(c.x) + " y " + dtype_str(c.y);
+         (c.strided_x ? " strided x" : "") + (c.row_blocks ? " row blocks" : "") + " x " + dtype_str(c.x) + " y " + dtype_str(c.y);
 }
 
 void check_fp8(const Fp8Case& c) {
@@ -44,16 +45,18 @@ void check_fp8(const Fp8Case& c) {
   const int64_t groups = c.block_size > 0 ? (c.k + c.block_size - 1) / c.block_size : 1;
   Tensor w_scale(cpu_allocator(), DType::kF32, {c.n, groups});
   for (int64_t i = 0; i < c.n * groups; ++i) w_scale.data_as<float>()[i] = std::ldexp(1.0f + (rng() % 100) / 100.0f, -9);
+  if (c.row_blocks)
+    for (int64_t i = 0; i < c.n * groups; ++i) w_scale.data_as<float>()[i] = w_scale.data_as<float>()[(i / groups / 128 * 128) * groups + i % groups];
   Tensor input_scale = make_tensor(DType::kF32, {1}, {1.0 / 300});
   Tensor bias = random_tensor(DType::kBF16, {c.n}, rng);
   Tensor expected = zeros(DType::kF32, {c.m, c.n});
   cpu_backend().gemm_fp8({x, w, w_scale, c.static_scale ? input_scale.view() : TensorView(), c.block_size,
-                          c.bias ? bias.view() : TensorView(), expected});
+                          c.bias ? bias.view() : TensorView(), expected, c.row_blocks});
   Tensor x_d = to_device(x_full), w_d = to_device(w), scale_d = to_device(w_scale), input_d = to_device(input_scale),
          bias_d = to_device(bias);
   Tensor y_d(cuda_backend().allocator(), c.y, {c.m, c.n});
   cuda_backend().gemm_fp8({x_d.view().slice(1, 0, c.k), w_d, scale_d, c.static_scale ? input_d.view() : TensorView(),
-                           c.block_size, c.bias ? bias_d.view() : TensorView(), y_d});
+                           c.block_size, c.bias ? bias_d.view() : TensorView(), y_d, c.row_blocks});
   const cpu::Fp8QuantizedRows q = cpu::quantize_fp8_activations(x, c.block_size, c.static_scale ? input_scale.view() : TensorView());
   const std::vector<double> got = host_doubles(y_d), want = to_doubles(expected);
   int misses = 0;
@@ -81,15 +84,20 @@ TEST(GemmFp8, MatchesCpu) {
       {33, 200, 512, 0, true, false, true, f16, f32},     // static scale, strided x
       {16, 384, 1000, 128, false, true, false, bf16, bf16},  // blocks, a partial last group
       {300, 130, 256, 128, false, false, false, f32, f16},
-      // cuBLASLt (M > 8, K and N % 16 == 0; blocks: K % 128 == 0), or the wgmma kernel where it has
-      // no algorithm: bias epilogues, static scales, strided x, a partial last 128-row block, f16
-      // and f32 y.
+      // cuBLASLt (K and N % 16 == 0; per-row scales from M 65, 128 x 128 blocks from M 9 where K %
+      // 128 == 0): bias epilogues, static scales, strided x, a partial last 128-row block, token
+      // counts of padded scale rows, f16 and f32 y. The wgmma kernel (K % 128 == 0, N % 16 == 0)
+      // for the rest: each token tile, several token tiles, blocks of per-row scales.
       {150, 256, 1024, 0, false, true, false, bf16, bf16},
       {513, 1040, 768, 0, true, false, true, bf16, bf16},
-      {100, 384, 512, 128, false, true, false, bf16, bf16},
-      {64, 4096, 4096, 128, false, false, false, bf16, bf16},
-      {200, 272, 384, 128, false, false, false, bf16, f32},
+      {100, 384, 512, 128, false, true, false, bf16, bf16, true},
+      {64, 4096, 4096, 128, false, false, false, bf16, bf16, true},
+      {200, 272, 384, 128, false, false, false, bf16, f32, true},
+      {13, 256, 1024, 128, false, false, false, bf16, bf16, true},
       {300, 512, 2048, 0, false, false, false, f16, f16},
+      {100, 384, 512, 128, false, true, false, bf16, bf16},
+      {200, 272, 384, 128, false, false, false, bf16, f32},
+      {64, 1024, 4096, 0, false, true, false, bf16, bf16},
       // The decode kernel (M <= 8, same sizes): a full and partial token tile, K of fewer
       // groups than warps and of a partial round of groups, every scale form.
       {1, 4096, 4096, 0, false, false, false, bf16, bf16},
@@ -97,8 +105,9 @@ TEST(GemmFp8, MatchesCpu) {
       {3, 1024, 14336, 128, false, true, false, bf16, bf16},
       {8, 272, 1152, 0, false, true, true, f16, f16},
       {5, 160, 3200, 128, false, false, false, bf16, f32},
-      // cuBLASLt just above it.
+      // Just above it.
       {9, 160, 3200, 128, false, false, false, bf16, f32},
+      {9, 160, 3200, 128, false, false, false, bf16, f32, true},
       {16, 2048, 4096, 0, true, false, false, bf16, bf16},
   };
   for (const Fp8Case& c : cases) check_fp8(c);
@@ -123,7 +132,7 @@ TEST(GemmFp8Perf, Llama8B) {
       report_perf(block_size > 0 ? "gemm_fp8 block" : "gemm_fp8 channel",
                   "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k),
                   double(n) * k + 2.0 * m * (k + n), 2.0 * m * n * k,
-                  [&] { cuda_backend().gemm_fp8({x, w8, scale, {}, block_size, {}, y}); }, m >= 2048 ? 10 : 50,
+                  [&] { cuda_backend().gemm_fp8({x, w8, scale, {}, block_size, {}, y, block_size > 0}); }, m >= 2048 ? 10 : 50,
                   kPeakFp8FlopsPerSecond);
     }
   }
@@ -154,7 +163,7 @@ TEST(GemmFp8Perf, Decode) {
         report_perf(std::string(block_size > 0 ? "fp8 block " : "fp8 channel ") + name,
                     "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k),
                     double(n) * k + 2.0 * m * (k + n), 2.0 * m * n * k, [&] {
-                      cuda_backend().gemm_fp8({x, copies[next++ % copies.size()], scale, {}, block_size, {}, y});
+                      cuda_backend().gemm_fp8({x, copies[next++ % copies.size()], scale, {}, block_size, {}, y, block_size > 0});
                     });
       }
     }

@@ -223,6 +223,8 @@ void check_op_params(const GemmFp8Params& p, Device device) {
   const Shape scale_shape{n, p.block_size > 0 ? (k + p.block_size - 1) / p.block_size : 1};
   BRISK_CHECK(p.weight_scale.shape() == scale_shape, "gemm_fp8: weight_scale is {} but weight {} with block_size {} needs {}",
               p.weight_scale.describe(), p.weight.describe(), p.block_size, scale_shape.to_string());
+  BRISK_CHECK(!p.row_blocks || p.block_size == 128, "gemm_fp8: row_blocks needs block_size 128 (it is {})",
+              p.block_size);
   if (!p.input_scale.empty()) {
     check_view(kOp, "input_scale", p.input_scale, 1, Layout::kContiguous, device);
     check_dtype(kOp, "input_scale", p.input_scale, DType::kF32);

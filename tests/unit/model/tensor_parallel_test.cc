@@ -111,5 +111,25 @@ TEST(SliceColumns, Fp8SliceIsTheColumnsOfTheWhole) {
   testing::expect_error([&] { slice_columns(block, 64, 128); }, ErrorCode::kInvalidArgument, {"whole FP8 blocks"});
 }
 
+// Fused block-scaled rows stay in 128-row blocks (GemmFp8Params::row_blocks) only where every part
+// starts a block and all but the last fill theirs.
+TEST(ConcatRows, Fp8RowBlocksNeedBlockAlignedParts) {
+  auto make_part = [](bool row_blocks) {
+    Fp8Weight w;
+    w.weight = Tensor(cpu_allocator(), DType::kF8E4M3, {384, 128});
+    w.weight_scale = Tensor(cpu_allocator(), DType::kF32, {384, 1});
+    std::fill_n(w.weight_scale.data_as<float>(), 384, 1.0f);
+    w.block_size = kFp8BlockSize;
+    w.row_blocks = row_blocks;
+    return w;
+  };
+  const Fp8Weight part = make_part(true), per_row = make_part(false);
+  EXPECT_TRUE(concat_rows({{&part, 0, 256}, {&part, 128, 200}}).row_blocks);
+  EXPECT_TRUE(slice_columns(concat_rows({{&part, 0, 384}}), 0, 128).row_blocks);
+  EXPECT_FALSE(concat_rows({{&part, 0, 200}, {&part, 0, 128}}).row_blocks);  // the second part starts at row 200
+  EXPECT_FALSE(concat_rows({{&part, 64, 128}}).row_blocks);
+  EXPECT_FALSE(concat_rows({{&part, 0, 128}, {&per_row, 0, 128}}).row_blocks);
+}
+
 }  // namespace
 }  // namespace brisk

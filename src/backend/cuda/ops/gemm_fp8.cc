@@ -1,7 +1,8 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
-// scales in scratch, then the product by the decode kernel (small M), cuBLASLt's scaled FP8 matmul
-// (larger M: per-row scales, or 128-blocks where K % 128 == 0) or, where cuBLASLt has no algorithm,
-// the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0), else on CUDA cores (kernels/fp8/gemm_fp8.h).
+// scales in scratch, then the product by the decode kernel (M <= 8), cuBLASLt's scaled FP8 matmul
+// (larger M: per-row scales, or 128 x 128 weight blocks where row_blocks and K % 128 == 0), or the
+// FP8 wgmma kernel (K % 128 == 0, N % 16 == 0: M 9-64 with per-row scales, and wherever cuBLASLt
+// has no algorithm), else on CUDA cores (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -12,6 +13,12 @@
 
 namespace brisk::cuda {
 namespace {
+
+// Per-row scales run cuBLASLt from M 65: below, the wgmma kernel is faster on each of Llama-8B's
+// projections (M 16: 12.5 against 17.9 us on o_proj, 35.8 against 52.3 on down), above, cuBLASLt is
+// 1.5-1.7x (gate_up at M 256: 66.7 against 100.5 us). Block-scaled ones run it from M 9 (1.2-3.7x
+// the wgmma kernel from M 16 on). H100, docs/perf/fp8.md.
+constexpr int64_t kPerRowCublasLtMinRows = 65;
 
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
@@ -33,12 +40,12 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   if (m == 0 || n == 0) return;
   BRISK_CHECK(m <= 65535, "gemm_fp8: x is {}; at most 65535 rows a call", p.x.describe());
   const int64_t groups = p.weight_scale.size(1);
-  // cuBLASLt past the decode kernel's rows; its 1 x 128 scales are group-major, rows padded to 4.
+  // cuBLASLt's 1 x 128 scales of x are group-major, rows padded to 4.
   const bool blocks = p.block_size > 0;
   const GemmRunner::Fp8Scales scales = blocks ? GemmRunner::Fp8Scales::kBlocks128 : GemmRunner::Fp8Scales::kPerRow;
   Tensor x_q(*ctx.allocator, DType::kF8E4M3, {m, k});  // freed on return: reuse is stream-ordered
   const bool lt = !fp8_mma_supports(static_cast<int>(m), n, k) && k % 16 == 0 && n % 16 == 0 &&
-                  (!blocks || (p.block_size == 128 && k % 128 == 0)) &&
+                  (blocks ? p.row_blocks && k % 128 == 0 : m >= kPerRowCublasLtMinRows) &&
                   dense.fp8_supported(x_q, p.weight, scales, p.bias, p.y);
   const int64_t scale_ld = lt && blocks ? (m + 3) / 4 * 4 : 0;
   Tensor x_scale(*ctx.allocator, DType::kF32, {scale_ld > 0 ? groups * scale_ld : m * groups});
