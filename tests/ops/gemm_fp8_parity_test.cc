@@ -84,16 +84,18 @@ TEST(GemmFp8, MatchesCpu) {
       {33, 200, 512, 0, true, false, true, f16, f32},     // static scale, strided x
       {16, 384, 1000, 128, false, true, false, bf16, bf16},  // blocks, a partial last group
       {300, 130, 256, 128, false, false, false, f32, f16},
-      // cuBLASLt (K and N % 16 == 0; per-row scales from M 65, 128 x 128 blocks from M 9 where K %
-      // 128 == 0): bias epilogues, static scales, strided x, a partial last 128-row block, token
-      // counts of padded scale rows, f16 and f32 y. The wgmma kernel (K % 128 == 0, N % 16 == 0)
-      // for the rest: each token tile, several token tiles, blocks of per-row scales.
+      // cuBLASLt (K and N % 16 == 0; per-row scales from M 65, 128 x 128 blocks from M 12 where M %
+      // 4 == 0 and K % 512 == 0): bias epilogues, static scales, strided x, a partial last 128-row
+      // block, f16 and f32 y. The wgmma kernel (K % 128 == 0, N % 16 == 0) for the rest: each token
+      // tile, several token tiles, blocks of per-row scales or of other M and K.
       {150, 256, 1024, 0, false, true, false, bf16, bf16},
       {513, 1040, 768, 0, true, false, true, bf16, bf16},
       {100, 384, 512, 128, false, true, false, bf16, bf16, true},
       {64, 4096, 4096, 128, false, false, false, bf16, bf16, true},
-      {200, 272, 384, 128, false, false, false, bf16, f32, true},
+      {200, 272, 1024, 128, false, false, false, bf16, f32, true},
+      {12, 256, 1536, 128, false, false, false, bf16, bf16, true},
       {13, 256, 1024, 128, false, false, false, bf16, bf16, true},
+      {200, 272, 384, 128, false, false, false, bf16, f32, true},
       {300, 512, 2048, 0, false, false, false, f16, f16},
       {100, 384, 512, 128, false, true, false, bf16, bf16},
       {200, 272, 384, 128, false, false, false, bf16, f32},

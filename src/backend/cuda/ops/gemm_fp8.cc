@@ -16,8 +16,8 @@ namespace {
 
 // Per-row scales run cuBLASLt from M 65: below, the wgmma kernel is faster on each of Llama-8B's
 // projections (M 16: 12.5 against 17.9 us on o_proj, 35.8 against 52.3 on down), above, cuBLASLt is
-// 1.5-1.7x (gate_up at M 256: 66.7 against 100.5 us). Block-scaled ones run it from M 9 (1.2-3.7x
-// the wgmma kernel from M 16 on). H100, docs/perf/fp8.md.
+// 1.5-1.7x (gate_up at M 256: 66.7 against 100.5 us). Block-scaled ones run it past the decode
+// kernel's M 8 (1.2-3.7x the wgmma kernel from M 16 on). H100, docs/perf/fp8.md.
 constexpr int64_t kPerRowCublasLtMinRows = 65;
 
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
@@ -40,14 +40,17 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   if (m == 0 || n == 0) return;
   BRISK_CHECK(m <= 65535, "gemm_fp8: x is {}; at most 65535 rows a call", p.x.describe());
   const int64_t groups = p.weight_scale.size(1);
-  // cuBLASLt's 1 x 128 scales of x are group-major, rows padded to 4.
+  // Block scales: cuBLASLt reads x's 1 x 128 scales group-major ([groups, M]) and the weights' 128 x 128
+  // ones row-major ([ceil(N / 128), groups]). Whether it pads M and groups to 4 in those layouts is
+  // not measured yet, so the block-scaled path takes only multiples of 4 (where either reading
+  // agrees) and leaves other M to the wgmma kernel.
   const bool blocks = p.block_size > 0;
   const GemmRunner::Fp8Scales scales = blocks ? GemmRunner::Fp8Scales::kBlocks128 : GemmRunner::Fp8Scales::kPerRow;
   Tensor x_q(*ctx.allocator, DType::kF8E4M3, {m, k});  // freed on return: reuse is stream-ordered
   const bool lt = !fp8_mma_supports(static_cast<int>(m), n, k) && k % 16 == 0 && n % 16 == 0 &&
-                  (blocks ? p.row_blocks && k % 128 == 0 : m >= kPerRowCublasLtMinRows) &&
+                  (blocks ? p.row_blocks && k % 512 == 0 && m % 4 == 0 : m >= kPerRowCublasLtMinRows) &&
                   dense.fp8_supported(x_q, p.weight, scales, p.bias, p.y);
-  const int64_t scale_ld = lt && blocks ? (m + 3) / 4 * 4 : 0;
+  const int64_t scale_ld = lt && blocks ? m : 0;
   Tensor x_scale(*ctx.allocator, DType::kF32, {scale_ld > 0 ? groups * scale_ld : m * groups});
   GemmFp8Args a;
   a.x = p.x.data();
@@ -73,9 +76,8 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
     Tensor w_blocks;
     const float* w_scale = a.weight_scale;
     if (blocks) {
-      const int64_t ld = (groups + 3) / 4 * 4;
-      w_blocks = Tensor(*ctx.allocator, DType::kF32, {(n + 127) / 128, ld});
-      launch_fp8_block_scales(a.weight_scale, n, groups, w_blocks.data_as<float>(), ld, ctx.stream);
+      w_blocks = Tensor(*ctx.allocator, DType::kF32, {(n + 127) / 128, groups});
+      launch_fp8_block_scales(a.weight_scale, n, groups, w_blocks.data_as<float>(), groups, ctx.stream);
       w_scale = w_blocks.data_as<float>();
     }
     dense.run_fp8(ctx, x_q, a.x_scale, p.weight, w_scale, scales, p.bias, p.y);

@@ -5,8 +5,8 @@
 //
 // FP8 (run_fp8): e4m3 x and w with cuBLASLt's scaled matmul (sums promoted to fp32, no fast
 // accumulation), the scales applied to the fp32 sums: per row (OUTER_VEC_32F: x_scale [m], w_scale
-// [n]) or per 128-block (x: VEC128_32F, [groups, ld] with ld = round_up(m, 4); w: BLK128x128_32F,
-// [ceil(n / 128), round_up(groups, 4)]), both row-major.
+// [n]) or per 128-block (x: VEC128_32F, [groups, m]; w: BLK128x128_32F, [ceil(n / 128), groups]), both
+// row-major (gemm_fp8.cc takes M and groups in multiples of 4 there).
 //
 // Operand dtypes: the model keeps weights as stored, so w may be bf16, f16 or f32.
 // - x in w's dtype: one matmul (bf16/f16 inputs may write bf16/f16 or f32 directly).
