@@ -28,7 +28,8 @@ struct Fp8Case {
 std::string describe(const Fp8Case& c) {
   return "gemm_fp8 M " + std::to_string(c.m) + " N " + std::to_string(c.n) + " K " + std::to_string(c.k) + " block " +
          std::to_string(c.block_size) + (c.static_scale ? " static" : "") + (c.bias ? " +bias" : "") +
-         (c.strided_x ? " strided x" : "") + (c.row_blocks ? " row blocks" : "") + " x " + dtype_str(c.x) + " y " + dtype_str(c.y);
+         (c.strided_x ? " strided x" : "") + (c.row_blocks ? " row blocks" : "") + " x " + dtype_str(c.x) + " y " +
+         dtype_str(c.y);
 }
 
 void check_fp8(const Fp8Case& c) {
@@ -45,8 +46,9 @@ void check_fp8(const Fp8Case& c) {
   const int64_t groups = c.block_size > 0 ? (c.k + c.block_size - 1) / c.block_size : 1;
   Tensor w_scale(cpu_allocator(), DType::kF32, {c.n, groups});
   for (int64_t i = 0; i < c.n * groups; ++i) w_scale.data_as<float>()[i] = std::ldexp(1.0f + (rng() % 100) / 100.0f, -9);
-  if (c.row_blocks)
-    for (int64_t i = 0; i < c.n * groups; ++i) w_scale.data_as<float>()[i] = w_scale.data_as<float>()[(i / groups / 128 * 128) * groups + i % groups];
+  if (c.row_blocks)  // row n takes row 128 (n / 128)'s scales
+    for (int64_t i = 0; i < c.n * groups; ++i)
+      w_scale.data_as<float>()[i] = w_scale.data_as<float>()[(i / groups / 128 * 128) * groups + i % groups];
   Tensor input_scale = make_tensor(DType::kF32, {1}, {1.0 / 300});
   Tensor bias = random_tensor(DType::kBF16, {c.n}, rng);
   Tensor expected = zeros(DType::kF32, {c.m, c.n});
@@ -134,7 +136,8 @@ TEST(GemmFp8Perf, Llama8B) {
       report_perf(block_size > 0 ? "gemm_fp8 block" : "gemm_fp8 channel",
                   "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k),
                   double(n) * k + 2.0 * m * (k + n), 2.0 * m * n * k,
-                  [&] { cuda_backend().gemm_fp8({x, w8, scale, {}, block_size, {}, y, block_size > 0}); }, m >= 2048 ? 10 : 50,
+                  [&] { cuda_backend().gemm_fp8({x, w8, scale, {}, block_size, {}, y, block_size > 0}); },
+                  m >= 2048 ? 10 : 50,
                   kPeakFp8FlopsPerSecond);
     }
   }
@@ -165,7 +168,8 @@ TEST(GemmFp8Perf, Decode) {
         report_perf(std::string(block_size > 0 ? "fp8 block " : "fp8 channel ") + name,
                     "M " + std::to_string(m) + " N " + std::to_string(n) + " K " + std::to_string(k),
                     double(n) * k + 2.0 * m * (k + n), 2.0 * m * n * k, [&] {
-                      cuda_backend().gemm_fp8({x, copies[next++ % copies.size()], scale, {}, block_size, {}, y, block_size > 0});
+                      cuda_backend().gemm_fp8(
+                          {x, copies[next++ % copies.size()], scale, {}, block_size, {}, y, block_size > 0});
                     });
       }
     }

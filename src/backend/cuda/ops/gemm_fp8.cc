@@ -1,7 +1,7 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
 // scales in scratch, then the product by the decode kernel (M <= 8), cuBLASLt's scaled FP8 matmul
-// (larger M: per-row scales, or 128 x 128 weight blocks where row_blocks and K % 128 == 0), or the
-// FP8 wgmma kernel (K % 128 == 0, N % 16 == 0: M 9-64 with per-row scales, and wherever cuBLASLt
+// (larger M: per-row scales, or 128 x 128 weight blocks where row_blocks, M % 4 == 0 and K % 512 ==
+// 0), or the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0: M 9-64 with per-row scales, and wherever cuBLASLt
 // has no algorithm), else on CUDA cores (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
@@ -40,8 +40,8 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   if (m == 0 || n == 0) return;
   BRISK_CHECK(m <= 65535, "gemm_fp8: x is {}; at most 65535 rows a call", p.x.describe());
   const int64_t groups = p.weight_scale.size(1);
-  // Block scales: cuBLASLt reads x's 1 x 128 scales group-major ([groups, M]) and the weights' 128 x 128
-  // ones row-major ([ceil(N / 128), groups]). Whether it pads M and groups to 4 in those layouts is
+  // Block scales: cuBLASLt reads x's 1 x 128 scales group-major ([groups, M]) and the weights'
+  // 128 x 128 ones row-major ([ceil(N / 128), groups]). Whether it pads M and groups to 4 in those layouts is
   // not measured yet, so the block-scaled path takes only multiples of 4 (where either reading
   // agrees) and leaves other M to the wgmma kernel.
   const bool blocks = p.block_size > 0;
@@ -77,7 +77,7 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
     const float* w_scale = a.weight_scale;
     if (blocks) {
       w_blocks = Tensor(*ctx.allocator, DType::kF32, {(n + 127) / 128, groups});
-      launch_fp8_block_scales(a.weight_scale, n, groups, w_blocks.data_as<float>(), groups, ctx.stream);
+      launch_fp8_block_scales(a.weight_scale, n, groups, w_blocks.data_as<float>(), ctx.stream);
       w_scale = w_blocks.data_as<float>();
     }
     dense.run_fp8(ctx, x_q, a.x_scale, p.weight, w_scale, scales, p.bias, p.y);

@@ -82,10 +82,14 @@ bool GemmRunner::make_plan(Plan& plan, const Key& key, TensorView x, TensorView 
                                                   &no_transpose, sizeof(no_transpose)));
   if (key[13] != 0) {  // FP8: the scale forms of A (w) and B (x); their pointers are set per call
     const bool blocks = key[13] == static_cast<int64_t>(Fp8Scales::kBlocks128);
-    const int32_t a_mode = blocks ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-    const int32_t b_mode = blocks ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)));
-    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)));
+    const int32_t a_mode = blocks ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                  : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    const int32_t b_mode = blocks ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+                                  : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
+                                                    sizeof(a_mode)));
+    BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
+                                                    sizeof(b_mode)));
     // cuBLASLt lists no algorithm for these modes until scale pointers are set: any device
     // address until the call's own.
     const void* placeholder = workspace_.view().data();
@@ -159,7 +163,8 @@ GemmRunner::Plan& GemmRunner::plan_for(const Key& key, TensorView x, TensorView 
   return plans_.emplace(key, plan).first->second;
 }
 
-GemmRunner::Key GemmRunner::key_of(TensorView x, TensorView w, TensorView bias, TensorView d, int64_t fp8_scales) {
+GemmRunner::Key GemmRunner::key_of(TensorView x, TensorView w, TensorView bias, TensorView d,
+                                   int64_t fp8_scales) {
   return {x.size(0), w.size(0), x.size(1), leading_dim(w), leading_dim(x), leading_dim(d),
           static_cast<int64_t>(w.dtype()), static_cast<int64_t>(d.dtype()),
           bias.empty() ? -1 : static_cast<int64_t>(bias.dtype()),
@@ -201,8 +206,9 @@ void GemmRunner::run_fp8(const OpContext& ctx, TensorView x_q, const float* x_sc
   const Key key = key_of(x_q, w, bias, y, static_cast<int64_t>(scales));
   std::lock_guard<std::mutex> lock(mutex_);
   Plan& plan = plan_for(key, x_q, w, bias, y);
-  BRISK_CHECK(plan.usable && (bias.empty() || plan.bias_epilogue), "gemm_fp8: cuBLASLt has no algorithm for x {} * w {}^T -> {}",
-              x_q.describe(), w.describe(), y.describe());
+  BRISK_CHECK(plan.usable && (bias.empty() || plan.bias_epilogue),
+              "gemm_fp8: cuBLASLt has no algorithm for x {} * w {}^T -> {}", x_q.describe(), w.describe(),
+              y.describe());
   BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
                                                   sizeof(w_scale)));
   BRISK_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,

@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_vector_kernel(GemmFp8A
   for (int i = 0; i < kChunks; ++i) {
     const int64_t c = threadIdx.x + int64_t{i} * kThreads;
     if (c >= chunks) continue;
-    if (a.block_size > 0 ? c % 16 == 0 : c == 0) a.x_scale[scale_index(a, m, a.block_size > 0 ? c / 16 : 0, groups)] = scale[i];
+    if (a.block_size > 0 ? c % 16 == 0 : c == 0)
+      a.x_scale[scale_index(a, m, a.block_size > 0 ? c / 16 : 0, groups)] = scale[i];
     uint32_t packed[2] = {0, 0};
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -149,17 +150,17 @@ __global__ void __launch_bounds__(kThreads) gemm_fp8_kernel(GemmFp8Args a) {
   }
 }
 
-__global__ void block_scales_kernel(const float* weight_scale, int64_t groups, float* block_scale, int64_t ld) {
+__global__ void block_scales_kernel(const float* weight_scale, int64_t groups, float* block_scale) {
   const int64_t b = blockIdx.x;
-  for (int64_t g = threadIdx.x; g < ld; g += blockDim.x)
-    block_scale[b * ld + g] = g < groups ? weight_scale[b * 128 * groups + g] : 0.0f;
+  for (int64_t g = threadIdx.x; g < groups; g += blockDim.x)
+    block_scale[b * groups + g] = weight_scale[b * 128 * groups + g];
 }
 
 }  // namespace
 
-void launch_fp8_block_scales(const float* weight_scale, int64_t n, int64_t groups, float* block_scale, int64_t ld,
+void launch_fp8_block_scales(const float* weight_scale, int64_t n, int64_t groups, float* block_scale,
                              cudaStream_t stream) {
-  block_scales_kernel<<<static_cast<unsigned>((n + 127) / 128), 128, 0, stream>>>(weight_scale, groups, block_scale, ld);
+  block_scales_kernel<<<static_cast<unsigned>((n + 127) / 128), 128, 0, stream>>>(weight_scale, groups, block_scale);
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
 

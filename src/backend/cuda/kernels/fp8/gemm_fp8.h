@@ -37,8 +37,8 @@ struct GemmFp8Args {
 // x_q and x_scale from x (one block per row).
 void launch_quantize_fp8_rows(const GemmFp8Args& a, cudaStream_t stream);
 // cuBLASLt's 128 x 128 weight scales from per-row ones: block_scale[b, g] = weight_scale[128 b, g]
-// for b < ceil(n / 128), g < groups, rows of ld >= groups values (zeros past groups).
-void launch_fp8_block_scales(const float* weight_scale, int64_t n, int64_t groups, float* block_scale, int64_t ld,
+// for b < ceil(n / 128), g < groups.
+void launch_fp8_block_scales(const float* weight_scale, int64_t n, int64_t groups, float* block_scale,
                              cudaStream_t stream);
 // y from x_q, x_scale and the weights on CUDA cores (any shape).
 void launch_gemm_fp8_cuda_cores(const GemmFp8Args& a, cudaStream_t stream);
