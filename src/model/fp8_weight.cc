@@ -91,11 +91,7 @@ Fp8Weight concat_rows(const std::vector<Fp8Rows>& parts) {
   int64_t n = 0;
   Fp8Weight out;
   out.block_size = first.block_size;
-  // Rows stay in 128-row blocks where every part starts a block and all but the last fill theirs.
   out.row_blocks = true;
-  for (size_t i = 0; i < parts.size(); ++i)
-    out.row_blocks = out.row_blocks && parts[i].weight->row_blocks && parts[i].begin % kFp8BlockSize == 0 &&
-                     (parts[i].count % kFp8BlockSize == 0 || i + 1 == parts.size());
   for (const Fp8Rows& p : parts) {
     const Fp8Weight& w = *p.weight;
     BRISK_CHECK(w.in_features() == k && w.block_size == first.block_size && (w.input_scale > 0) == (first.input_scale > 0),
@@ -104,6 +100,9 @@ Fp8Weight concat_rows(const std::vector<Fp8Rows>& parts) {
                 "concat_rows: rows [{}, {}) of a weight with {} rows", p.begin, p.begin + p.count, w.out_features());
     n += p.count;
     out.input_scale = std::max(out.input_scale, w.input_scale);
+    // Rows stay in 128-row blocks where every part starts a block and all but the last fill theirs.
+    out.row_blocks = out.row_blocks && w.row_blocks && p.begin % kFp8BlockSize == 0 &&
+                     (p.count % kFp8BlockSize == 0 || &p == &parts.back());
   }
   out.weight = Tensor(cpu_allocator(), DType::kF8E4M3, {n, k});
   out.weight_scale = Tensor(cpu_allocator(), DType::kF32, {n, groups});

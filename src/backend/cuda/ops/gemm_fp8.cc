@@ -1,8 +1,8 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
 // scales in scratch, then the product by the decode kernel (M <= 8), cuBLASLt's scaled FP8 matmul
-// (larger M: per-row scales, or 128 x 128 weight blocks where row_blocks, M % 4 == 0 and K % 512 ==
-// 0), or the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0: M 9-64 with per-row scales, and wherever cuBLASLt
-// has no algorithm), else on CUDA cores (kernels/fp8/gemm_fp8.h).
+// (larger M: per-row scales, or 128 x 128 weight blocks where row_blocks, M % 4 == 0 and
+// K % 512 == 0), or the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0: M 9-64 with per-row scales,
+// and wherever cuBLASLt has no algorithm), else on CUDA cores (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -41,17 +41,16 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   BRISK_CHECK(m <= 65535, "gemm_fp8: x is {}; at most 65535 rows a call", p.x.describe());
   const int64_t groups = p.weight_scale.size(1);
   // Block scales: cuBLASLt reads x's 1 x 128 scales group-major ([groups, M]) and the weights'
-  // 128 x 128 ones row-major ([ceil(N / 128), groups]). Whether it pads M and groups to 4 in those layouts is
-  // not measured yet, so the block-scaled path takes only multiples of 4 (where either reading
-  // agrees) and leaves other M to the wgmma kernel.
+  // 128 x 128 ones row-major ([ceil(N / 128), groups]). Whether it pads M and groups to 4 in those
+  // layouts is not measured yet, so the block-scaled path takes only multiples of 4 (where either
+  // reading agrees) and leaves other M to the wgmma kernel.
   const bool blocks = p.block_size > 0;
   const GemmRunner::Fp8Scales scales = blocks ? GemmRunner::Fp8Scales::kBlocks128 : GemmRunner::Fp8Scales::kPerRow;
   Tensor x_q(*ctx.allocator, DType::kF8E4M3, {m, k});  // freed on return: reuse is stream-ordered
   const bool lt = !fp8_mma_supports(static_cast<int>(m), n, k) && k % 16 == 0 && n % 16 == 0 &&
                   (blocks ? p.row_blocks && k % 512 == 0 && m % 4 == 0 : m >= kPerRowCublasLtMinRows) &&
                   dense.fp8_supported(x_q, p.weight, scales, p.bias, p.y);
-  const int64_t scale_ld = lt && blocks ? m : 0;
-  Tensor x_scale(*ctx.allocator, DType::kF32, {scale_ld > 0 ? groups * scale_ld : m * groups});
+  Tensor x_scale(*ctx.allocator, DType::kF32, {m * groups});  // [m, groups], or [groups, m] for cuBLASLt's blocks
   GemmFp8Args a;
   a.x = p.x.data();
   a.x_stride = p.x.stride(0);
@@ -66,7 +65,7 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   a.y_type = float_type(p.y.dtype());
   a.x_q = x_q.data_as<uint8_t>();
   a.x_scale = x_scale.data_as<float>();
-  a.x_scale_ld = scale_ld;
+  a.x_scale_ld = lt && blocks ? m : 0;
   a.m = static_cast<int>(m);
   a.n = n;
   a.k = k;
