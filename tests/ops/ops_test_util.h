@@ -83,19 +83,10 @@ inline int perf_block_size() {
   return valid ? size : EngineOptions{}.block_size;
 }
 
-// Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the
-// end) and prints: op, shape, time, achieved bandwidth / FLOP rate and the ratio to the limit.
-inline void report_perf(const std::string& op, const std::string& shape, double bytes, double flops,
-                        const std::function<void()>& fn, int iterations = 50,
-                        double peak_flops = kPeakBf16FlopsPerSecond) {
-  Backend& gpu = cuda_backend();
-  for (int i = 0; i < 3; ++i) fn();
-  gpu.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) fn();
-  gpu.synchronize();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+// Prints one timing: op, shape, time, achieved bandwidth / FLOP rate and the ratio to the limit;
+// appends it as a JSON line to BRISK_OPS_PERF_JSON where set.
+inline void print_perf(const std::string& op, const std::string& shape, double bytes, double flops, double seconds,
+                       double peak_flops) {
   const double bandwidth = bytes / seconds;
   const double flop_rate = flops / seconds;
   const double ratio = std::max(bandwidth / kPeakBytesPerSecond, flop_rate / peak_flops);
@@ -111,6 +102,45 @@ inline void report_perf(const std::string& op, const std::string& shape, double 
       std::fclose(file);
     }
   }
+}
+
+// Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the
+// end) and prints them (print_perf).
+inline void report_perf(const std::string& op, const std::string& shape, double bytes, double flops,
+                        const std::function<void()>& fn, int iterations = 50,
+                        double peak_flops = kPeakBf16FlopsPerSecond) {
+  Backend& gpu = cuda_backend();
+  for (int i = 0; i < 3; ++i) fn();
+  gpu.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) fn();
+  gpu.synchronize();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+  print_perf(op, shape, bytes, flops, seconds, peak_flops);
+}
+
+// As report_perf, with the iterations recorded into one graph and replayed: the device time of a
+// call as the engine's decode graphs run it (no host launch between calls; each kernel's start
+// overlaps the one before through programmatic dependent launch).
+inline void report_perf_graph(const std::string& op, const std::string& shape, double bytes, double flops,
+                              const std::function<void()>& fn, int iterations = 50,
+                              double peak_flops = kPeakBf16FlopsPerSecond) {
+  Backend& gpu = cuda_backend();
+  fn();
+  std::unique_ptr<RecordedGraph> graph = gpu.record_graph([&] {
+    for (int i = 0; i < iterations; ++i) fn();
+  });
+  ASSERT_NE(graph, nullptr);
+  constexpr int kReplays = 5;
+  graph->replay();
+  gpu.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < kReplays; ++r) graph->replay();
+  gpu.synchronize();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                         (kReplays * iterations);
+  print_perf(op, shape, bytes, flops, seconds, peak_flops);
 }
 
 // Fills a contiguous device tensor with uniform values in [-1, 1] (perf inputs: tensor-core
