@@ -1,15 +1,17 @@
-// cuBLASLt's configurations for the decode-batch products brisk hands it (Llama-3-8B, M 16-256):
-// the heuristic's first choice (brisk's plan, gemm_runner.cc) against every candidate the
-// heuristic lists and each of them split over K, timed on weights rotating over 256 MB of copies
-// (reads from DRAM, as in a model's step). A benchmark only (BRISK_OPS_PERF=1): it prints the
-// first choice, the best candidate and the best split with their tile, stages and split count,
-// the evidence for choosing plans by timing (docs/perf/gemm.md).
+// cuBLASLt's configurations for the decode-batch products brisk hands it (Llama-3-8B, M 16-256, or
+// the M listed in BRISK_PERF_ROWS), bf16 and FP8 with per-row scales: the heuristic's first choice
+// (brisk's plan, gemm_runner.cc) against every candidate the heuristic lists and each of them split
+// over K, timed on weights rotating over 256 MB of copies (reads from DRAM, as in a model's step). A
+// benchmark only (BRISK_OPS_PERF=1): it prints the first choice, the best candidate and the best
+// split with their tile, stages and split count, the evidence for choosing plans by timing
+// (docs/perf/gemm.md, docs/perf/fp8.md).
 #include <gtest/gtest.h>
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "ops_test_util.h"
@@ -41,8 +43,23 @@ std::string config_str(const AlgoConfig& c) {
          std::to_string(c.cluster) + " split " + std::to_string(c.split);
 }
 
-TEST(GemmPerf, CublasLtConfigs) {
-  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+// The M of the sweep: BRISK_PERF_ROWS (comma-separated) or these.
+std::vector<int64_t> perf_rows(std::vector<int64_t> rows) {
+  if (const char* env = std::getenv("BRISK_PERF_ROWS")) {
+    rows.clear();
+    for (const char* p = env; *p != 0;) {
+      char* end = nullptr;
+      const long long m = std::strtoll(p, &end, 10);
+      if (end == p) break;
+      rows.push_back(m);
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  return rows;
+}
+
+// fp8: e4m3 operands with per-row scales (OUTER_VEC_32F on both, gemm_fp8's cuBLASLt path).
+void sweep_configs(bool fp8) {
   Allocator& alloc = cuda_backend().allocator();
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
@@ -59,9 +76,13 @@ TEST(GemmPerf, CublasLtConfigs) {
                          Shape{"down", 4096, 14336}}) {
     const std::vector<Tensor> w = random_weight_copies(s.n, s.k);
     const int copies = static_cast<int>(w.size());
-    for (int64_t m : {16, 64, 128, 168, 256}) {
+    for (int64_t m : perf_rows({16, 64, 96, 128, 168, 200, 256})) {
       Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {m, s.n});
       fill_random(x, 1);
+      // FP8 reads the first bytes of the bf16 weights and x as e4m3 codes, with zero scales: only
+      // the time counts here.
+      Tensor scales(alloc, DType::kF32, {s.n + m});
+      cudaMemset(scales.view().data(), 0, (s.n + m) * sizeof(float));
       cublasLtMatmulDesc_t desc = nullptr;
       cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
       CHECK_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -69,8 +90,20 @@ TEST(GemmPerf, CublasLtConfigs) {
       CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
       CHECK_CUBLAS(
           cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose, sizeof(no_transpose)));
-      CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, s.k, s.n, s.k));
-      CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, s.k, m, s.k));
+      const cudaDataType_t operand = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+      if (fp8) {
+        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        const float* w_scale = scales.view().data_as<float>();
+        const float* x_scale = w_scale + s.n;
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+                                                    sizeof(w_scale)));
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
+                                                    sizeof(x_scale)));
+      }
+      CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&a, operand, s.k, s.n, s.k));
+      CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&b, operand, s.k, m, s.k));
       CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, s.n, m, s.n));
       cublasLtMatmulPreference_t preference = nullptr;
       CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
@@ -138,15 +171,15 @@ TEST(GemmPerf, CublasLtConfigs) {
         if (i >= listed && us < best_split) best_split = us, best_split_config = candidates[i];
       }
       ASSERT_GT(first, 0) << "the heuristic's first choice failed to run";
-      const double gb = 2.0 * s.n * s.k / 1e3;  // GB/s at one microsecond
+      const double gb = (fp8 ? 1.0 : 2.0) * s.n * s.k / 1e3;  // GB/s at one microsecond
       char split[128] = "none accepted";
       if (best_split < 1e29)
         std::snprintf(split, sizeof(split), "%.1f us (%s, %.0f GB/s)", best_split,
                       config_str(best_split_config).c_str(), gb / best_split);
-      std::printf("[cublaslt] %-8s M %4lld: first %7.1f us (%s, %.0f GB/s) | best of %zu listed %7.1f us (%s)"
+      std::printf("[cublaslt%s] %-8s M %4lld: first %7.1f us (%s, %.0f GB/s) | best of %zu listed %7.1f us (%s)"
                   " | best of %zu splits %s\n",
-                  s.name, static_cast<long long>(m), first, config_str(candidates[0]).c_str(), gb / first, listed,
-                  best, config_str(best_config).c_str(), candidates.size() - listed, split);
+                  fp8 ? " fp8" : "", s.name, static_cast<long long>(m), first, config_str(candidates[0]).c_str(),
+                  gb / first, listed, best, config_str(best_config).c_str(), candidates.size() - listed, split);
       cublasLtMatrixLayoutDestroy(a);
       cublasLtMatrixLayoutDestroy(b);
       cublasLtMatrixLayoutDestroy(d);
@@ -157,6 +190,16 @@ TEST(GemmPerf, CublasLtConfigs) {
   cudaEventDestroy(stop);
   cublasLtDestroy(handle);
   cudaStreamDestroy(stream);
+}
+
+TEST(GemmPerf, CublasLtConfigs) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  sweep_configs(false);
+}
+
+TEST(GemmPerf, CublasLtFp8Configs) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  sweep_configs(true);
 }
 
 }  // namespace

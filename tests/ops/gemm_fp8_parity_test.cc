@@ -144,7 +144,7 @@ TEST(GemmFp8Perf, Llama8B) {
   }
 }
 
-// Decode: Llama-3-8B's layer shapes at M 1-64 with FP8 weights, per-channel and block-wise
+// Decode: Llama-3-8B's layer shapes at M 1-256 with FP8 weights, per-channel and block-wise
 // scales, weights rotating over 256 MB of copies (reads from DRAM, not the 50 MB L2); the
 // activation quantization is included in the time. The rate that counts is the weights' bytes.
 // Timed launched one by one and replayed from a graph (" graph": as decode steps run).
@@ -163,7 +163,7 @@ TEST(GemmFp8Perf, Decode) {
     for (int block_size : {0, 128}) {
       const int64_t groups = block_size > 0 ? k / block_size : 1;
       Tensor scale = to_device(make_tensor(DType::kF32, {n, groups}, std::vector<double>(n * groups, 1e-3)));
-      for (int64_t m : {1, 2, 4, 8, 16, 32, 64}) {
+      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 136, 168, 256}) {
         Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {m, n});
         fill_random(x, 1);
         int next = 0;
