@@ -4,7 +4,8 @@
 // over K, timed on weights rotating over 256 MB of copies (reads from DRAM, as in a model's step). A
 // benchmark only (BRISK_OPS_PERF=1): it prints the first choice, the best candidate and the best
 // split with their tile, stages and split count, the evidence for choosing plans by timing
-// (docs/perf/gemm.md, docs/perf/fp8.md).
+// (docs/perf/gemm.md, docs/perf/fp8.md); with BRISK_PERF_ENUMERATE=1 also the best of every
+// algorithm, tile and stage count cuBLASLt takes for the shape (enumerated_configs).
 #include <gtest/gtest.h>
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ops_test_util.h"
@@ -23,7 +25,7 @@ namespace {
 
 struct AlgoConfig {
   cublasLtMatmulAlgo_t algo;
-  int tile = 0, stages = 0, split = 1, cluster = 0;
+  int tile = 0, stages = 0, split = 1, cluster = 0, id = 0;
 };
 
 AlgoConfig describe_algo(const cublasLtMatmulAlgo_t& algo) {
@@ -35,12 +37,55 @@ AlgoConfig describe_algo(const cublasLtMatmulAlgo_t& algo) {
   };
   return {algo, attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, 0),
           std::max(attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1), 1),
-          attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 0)};
+          attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_ID, 0)};
 }
 
 std::string config_str(const AlgoConfig& c) {
-  return "tile " + std::to_string(c.tile) + " stages " + std::to_string(c.stages) + " cluster " +
+  return "id " + std::to_string(c.id) + " tile " + std::to_string(c.tile) + " stages " + std::to_string(c.stages) + " cluster " +
          std::to_string(c.cluster) + " split " + std::to_string(c.split);
+}
+
+// The capability list `cap` (uint32 ids) of an algorithm, or {0} (cuBLASLt's choice) where it lists none.
+std::vector<uint32_t> cap_ids(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t cap) {
+  size_t written = 0;
+  std::vector<uint32_t> ids;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, cap, nullptr, 0, &written) == CUBLAS_STATUS_SUCCESS && written > 0) {
+    ids.resize(written / sizeof(uint32_t));
+    cublasLtMatmulAlgoCapGetAttribute(&algo, cap, ids.data(), ids.size() * sizeof(uint32_t), &written);
+  }
+  if (ids.empty()) ids.push_back(0);
+  return ids;
+}
+
+// Every algorithm cuBLASLt has for the operand type with each tile and stage count it lists
+// (cluster shape and the rest left to cuBLASLt), where cublasLtMatmulAlgoCheck takes it: the
+// configurations the heuristic does not offer (BRISK_PERF_ENUMERATE=1).
+std::vector<AlgoConfig> enumerated_configs(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                           cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                           cublasLtMatrixLayout_t d, cudaDataType_t operand, size_t workspace_bytes) {
+  std::vector<int> ids(256);
+  int found = 0;
+  std::vector<AlgoConfig> configs;
+  if (cublasLtMatmulAlgoGetIds(handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, operand, operand, CUDA_R_16BF, CUDA_R_16BF,
+                               static_cast<int>(ids.size()), ids.data(), &found) != CUBLAS_STATUS_SUCCESS)
+    return configs;
+  for (int i = 0; i < found; ++i) {
+    cublasLtMatmulAlgo_t base{};
+    if (cublasLtMatmulAlgoInit(handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, operand, operand, CUDA_R_16BF, CUDA_R_16BF,
+                               ids[i], &base) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    for (uint32_t tile : cap_ids(base, CUBLASLT_ALGO_CAP_TILE_IDS))
+      for (uint32_t stages : cap_ids(base, CUBLASLT_ALGO_CAP_STAGES_IDS)) {
+        cublasLtMatmulAlgo_t algo = base;
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile));
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages));
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoCheck(handle, desc, a, b, d, d, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+            check.workspaceSize <= workspace_bytes)
+          configs.push_back(describe_algo(algo));
+      }
+  }
+  return configs;
 }
 
 // The M of the sweep: BRISK_PERF_ROWS (comma-separated) or these.
@@ -142,6 +187,12 @@ void sweep_configs(bool fp8) {
         }
       }
 
+      const size_t splits_end = candidates.size();
+      const char* enumerate = std::getenv("BRISK_PERF_ENUMERATE");
+      if (enumerate != nullptr && std::string(enumerate) == "1")
+        for (const AlgoConfig& c : enumerated_configs(handle, desc, a, b, d, operand, workspace_bytes))
+          candidates.push_back(c);
+
       const float alpha = 1.0f, beta = 0.0f;
       int next = 0;
       auto time_us = [&](const AlgoConfig& c) {
@@ -161,14 +212,15 @@ void sweep_configs(bool fp8) {
         cudaEventElapsedTime(&ms, start, stop);
         return 1e3 * ms / kIterations;
       };
-      double first = -1, best = 1e30, best_split = 1e30;
-      AlgoConfig best_config{}, best_split_config{};
+      double first = -1, best = 1e30, best_split = 1e30, best_enumerated = 1e30;
+      AlgoConfig best_config{}, best_split_config{}, best_enumerated_config{};
       for (size_t i = 0; i < candidates.size(); ++i) {
         const double us = time_us(candidates[i]);
         if (us < 0) continue;
         if (i == 0) first = us;
         if (i < listed && us < best) best = us, best_config = candidates[i];
-        if (i >= listed && us < best_split) best_split = us, best_split_config = candidates[i];
+        if (i >= listed && i < splits_end && us < best_split) best_split = us, best_split_config = candidates[i];
+        if (i >= splits_end && us < best_enumerated) best_enumerated = us, best_enumerated_config = candidates[i];
       }
       ASSERT_GT(first, 0) << "the heuristic's first choice failed to run";
       const double gb = (fp8 ? 1.0 : 2.0) * s.n * s.k / 1e3;  // GB/s at one microsecond
@@ -177,9 +229,13 @@ void sweep_configs(bool fp8) {
         std::snprintf(split, sizeof(split), "%.1f us (%s, %.0f GB/s)", best_split,
                       config_str(best_split_config).c_str(), gb / best_split);
       std::printf("[cublaslt%s] %-8s M %4lld: first %7.1f us (%s, %.0f GB/s) | best of %zu listed %7.1f us (%s)"
-                  " | best of %zu splits %s\n",
+                  " | best of %zu splits %s",
                   fp8 ? " fp8" : "", s.name, static_cast<long long>(m), first, config_str(candidates[0]).c_str(),
-                  gb / first, listed, best, config_str(best_config).c_str(), candidates.size() - listed, split);
+                  gb / first, listed, best, config_str(best_config).c_str(), splits_end - listed, split);
+      if (candidates.size() > splits_end)
+        std::printf(" | best of %zu enumerated %.1f us (%s)", candidates.size() - splits_end, best_enumerated,
+                    config_str(best_enumerated_config).c_str());
+      std::printf("\n");
       cublasLtMatrixLayoutDestroy(a);
       cublasLtMatrixLayoutDestroy(b);
       cublasLtMatrixLayoutDestroy(d);
