@@ -104,20 +104,24 @@ inline void print_perf(const std::string& op, const std::string& shape, double b
   }
 }
 
+// Seconds from a synchronized device through `repetitions` calls of run (queued back to back)
+// to the device finishing them, per repetition.
+inline double seconds_per_call(const std::function<void()>& run, int repetitions) {
+  Backend& gpu = cuda_backend();
+  gpu.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < repetitions; ++i) run();
+  gpu.synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repetitions;
+}
+
 // Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the
 // end) and prints them (print_perf).
 inline void report_perf(const std::string& op, const std::string& shape, double bytes, double flops,
                         const std::function<void()>& fn, int iterations = 50,
                         double peak_flops = kPeakBf16FlopsPerSecond) {
-  Backend& gpu = cuda_backend();
   for (int i = 0; i < 3; ++i) fn();
-  gpu.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) fn();
-  gpu.synchronize();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
-  print_perf(op, shape, bytes, flops, seconds, peak_flops);
+  print_perf(op, shape, bytes, flops, seconds_per_call(fn, iterations), peak_flops);
 }
 
 // As report_perf, with the iterations recorded into one graph and replayed: the device time of a
@@ -132,14 +136,8 @@ inline void report_perf_graph(const std::string& op, const std::string& shape, d
     for (int i = 0; i < iterations; ++i) fn();
   });
   ASSERT_NE(graph, nullptr);
-  constexpr int kReplays = 5;
   graph->replay();
-  gpu.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  for (int r = 0; r < kReplays; ++r) graph->replay();
-  gpu.synchronize();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                         (kReplays * iterations);
+  const double seconds = seconds_per_call([&] { graph->replay(); }, 5) / iterations;
   print_perf(op, shape, bytes, flops, seconds, peak_flops);
 }
 
