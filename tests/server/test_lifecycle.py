@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+import tiny_model
 from conftest import BINARY, MODEL_NAME, Server, httpx, metric
 from test_load import wait_idle
 
@@ -148,28 +149,32 @@ def test_idle_keep_alive_connections_do_not_block_shutdown(model_dir):
         assert time.monotonic() - start < 5
 
 
-def test_disconnect_while_waiting_cancels(server):
-    text = httpx.get(server.url + "/metrics").text
-    before = metric(text, "brisk_request_success_total", 'finished_reason="cancelled"')
-    tokens_before = metric(text, "brisk_prompt_tokens_total")
-    host, port = server.url.removeprefix("http://").split(":")
-    body = json.dumps({**LONG, "n": 2}).encode()
-    sockets = []
-    for _ in range(4):
-        s = socket.create_connection((host, int(port)))
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-        sockets.append(s)
-    # Every request is in the engine before its client goes (on a loaded machine a fixed sleep
-    # closed one connection before the server had read its request: 6 cancelled samples, not 8).
-    wait_submitted(server.url, 4, tokens_before=tokens_before)
-    for s in sockets:
-        s.close()
-    text = wait_idle(server.url)
-    assert metric(text, "brisk_kv_cache_blocks_in_use") == 0
-    cancelled = metric(text, "brisk_request_success_total", 'finished_reason="cancelled"') - before
-    assert cancelled == 8  # 4 requests of 2 samples
-    assert metric(text, "brisk_http_requests_total", 'route="/v1/completions",status="499"') >= 4
+def test_disconnect_while_waiting_cancels(tmp_path):
+    # A context of 128k tokens: each answer of 120k tokens takes the tiny model many seconds, so
+    # every request is still running when its client goes, however loaded the machine (with 450
+    # tokens one sometimes finished first: 6 cancelled samples, not 8).
+    server = Server(tiny_model.write(tmp_path, max_model_len=131072), "--max-model-len", "131072")
+    try:
+        text = httpx.get(server.url + "/metrics").text
+        before = metric(text, "brisk_request_success_total", 'finished_reason="cancelled"')
+        host, port = server.url.removeprefix("http://").split(":")
+        body = json.dumps({**LONG, "max_tokens": 120000, "n": 2}).encode()
+        sockets = []
+        for _ in range(4):
+            s = socket.create_connection((host, int(port)))
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            sockets.append(s)
+        wait_submitted(server.url, 4)  # every request is in the engine before its client goes
+        for s in sockets:
+            s.close()
+        text = wait_idle(server.url)
+        assert metric(text, "brisk_kv_cache_blocks_in_use") == 0
+        cancelled = metric(text, "brisk_request_success_total", 'finished_reason="cancelled"') - before
+        assert cancelled == 8  # 4 requests of 2 samples
+        assert metric(text, "brisk_http_requests_total", 'route="/v1/completions",status="499"') >= 4
+    finally:
+        server.stop()
 
 
 def test_chat_command(model_dir):

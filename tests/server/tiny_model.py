@@ -28,7 +28,7 @@ CHAT_TEMPLATE = (
 )
 
 
-def write(out: pathlib.Path) -> pathlib.Path:
+def write(out: pathlib.Path, max_model_len: int = MAX_MODEL_LEN) -> pathlib.Path:
     out.mkdir(parents=True, exist_ok=True)
     tok = json.loads(TOKENIZER.read_text())
     next_id = max(t["id"] for t in tok["added_tokens"]) + 1
@@ -47,7 +47,7 @@ def write(out: pathlib.Path) -> pathlib.Path:
     (out / "config.json").write_text(json.dumps({
         "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
-        "head_dim": 32, "vocab_size": VOCAB_SIZE, "max_position_embeddings": MAX_MODEL_LEN, "rms_norm_eps": 1e-5,
+        "head_dim": 32, "vocab_size": VOCAB_SIZE, "max_position_embeddings": max_model_len, "rms_norm_eps": 1e-5,
         "rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "float32",
         "bos_token_id": 0, "eos_token_id": [1, im_end]}))
     (out / "generation_config.json").write_text(json.dumps({"bos_token_id": 0, "eos_token_id": [1, im_end]}))
