@@ -5,7 +5,8 @@
 // benchmark only (BRISK_OPS_PERF=1): it prints the first choice, the best candidate and the best
 // split with their tile, stages and split count, the evidence for choosing plans by timing
 // (docs/perf/gemm.md, docs/perf/fp8.md); with BRISK_PERF_ENUMERATE=1 also the best of every
-// algorithm, tile and stage count cuBLASLt takes for the shape (enumerated_configs).
+// algorithm, tile and stage count cuBLASLt takes for the shape (enumerated_configs), then the
+// fastest few of all with each cluster shape, custom option and CTA swizzle it takes (variants).
 #include <gtest/gtest.h>
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops_test_util.h"
@@ -25,7 +27,7 @@ namespace {
 
 struct AlgoConfig {
   cublasLtMatmulAlgo_t algo;
-  int tile = 0, stages = 0, split = 1, cluster = 0, id = 0;
+  int tile = 0, stages = 0, split = 1, cluster = 0, id = 0, custom = 0, swizzle = 0;
 };
 
 AlgoConfig describe_algo(const cublasLtMatmulAlgo_t& algo) {
@@ -37,12 +39,14 @@ AlgoConfig describe_algo(const cublasLtMatmulAlgo_t& algo) {
   };
   return {algo, attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, 0),
           std::max(attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1), 1),
-          attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_ID, 0)};
+          attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_ID, 0),
+          attribute(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 0), attribute(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 0)};
 }
 
 std::string config_str(const AlgoConfig& c) {
   return "id " + std::to_string(c.id) + " tile " + std::to_string(c.tile) + " stages " + std::to_string(c.stages) + " cluster " +
-         std::to_string(c.cluster) + " split " + std::to_string(c.split);
+         std::to_string(c.cluster) + " split " + std::to_string(c.split) + " custom " + std::to_string(c.custom) +
+         " swizzle " + std::to_string(c.swizzle);
 }
 
 // The capability list `cap` (uint32 ids) of an algorithm, or {0} (cuBLASLt's choice) where it lists none.
@@ -86,6 +90,42 @@ std::vector<AlgoConfig> enumerated_configs(cublasLtHandle_t handle, cublasLtMatm
       }
   }
   return configs;
+}
+
+// The configuration c with each cluster shape (cuBLASLt lists none: Hopper's usual ones are tried),
+// custom option and CTA swizzle cublasLtMatmulAlgoCheck takes, c itself left out.
+std::vector<AlgoConfig> config_variants(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                                        cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t d, const AlgoConfig& c,
+                                        size_t workspace_bytes) {
+  int32_t custom_max = 0, swizzle_support = 0;
+  size_t written = 0;
+  cublasLtMatmulAlgoCapGetAttribute(&c.algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof(custom_max),
+                                    &written);
+  cublasLtMatmulAlgoCapGetAttribute(&c.algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle_support,
+                                    sizeof(swizzle_support), &written);
+  std::vector<AlgoConfig> variants;
+  for (uint32_t cluster : {CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+                           CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
+                           CUBLASLT_CLUSTER_SHAPE_1x4x1})
+    for (uint32_t custom = 0; custom <= static_cast<uint32_t>(std::max(custom_max, 0)); ++custom)
+      for (uint32_t swizzle = 0; swizzle <= (swizzle_support != 0 ? 1u : 0u); ++swizzle) {
+        if (static_cast<int>(cluster) == c.cluster && static_cast<int>(custom) == c.custom &&
+            static_cast<int>(swizzle) == c.swizzle)
+          continue;
+        cublasLtMatmulAlgo_t algo = c.algo;
+        if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
+                                                 sizeof(cluster)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom,
+                                                 sizeof(custom)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle,
+                                                 sizeof(swizzle)) != CUBLAS_STATUS_SUCCESS)
+          continue;
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoCheck(handle, desc, a, b, d, d, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+            check.workspaceSize <= workspace_bytes)
+          variants.push_back(describe_algo(algo));
+      }
+  return variants;
 }
 
 // The M of the sweep: BRISK_PERF_ROWS (comma-separated) or these.
@@ -188,8 +228,9 @@ void sweep_configs(bool fp8) {
       }
 
       const size_t splits_end = candidates.size();
-      const char* enumerate = std::getenv("BRISK_PERF_ENUMERATE");
-      if (enumerate != nullptr && std::string(enumerate) == "1")
+      const char* enumerate_env = std::getenv("BRISK_PERF_ENUMERATE");
+      const bool enumerate = enumerate_env != nullptr && std::string(enumerate_env) == "1";
+      if (enumerate)
         for (const AlgoConfig& c : enumerated_configs(handle, desc, a, b, d, operand, workspace_bytes))
           candidates.push_back(c);
 
@@ -214,9 +255,11 @@ void sweep_configs(bool fp8) {
       };
       double first = -1, best = 1e30, best_split = 1e30, best_enumerated = 1e30;
       AlgoConfig best_config{}, best_split_config{}, best_enumerated_config{};
+      std::vector<std::pair<double, size_t>> timed;
       for (size_t i = 0; i < candidates.size(); ++i) {
         const double us = time_us(candidates[i]);
         if (us < 0) continue;
+        timed.emplace_back(us, i);
         if (i == 0) first = us;
         if (i < listed && us < best) best = us, best_config = candidates[i];
         if (i >= listed && i < splits_end && us < best_split) best_split = us, best_split_config = candidates[i];
@@ -235,6 +278,23 @@ void sweep_configs(bool fp8) {
       if (candidates.size() > splits_end)
         std::printf(" | best of %zu enumerated %.1f us (%s)", candidates.size() - splits_end, best_enumerated,
                     config_str(best_enumerated_config).c_str());
+      if (enumerate) {  // the fastest kVariantBases of everything timed, varied
+        constexpr size_t kVariantBases = 8;
+        std::sort(timed.begin(), timed.end());
+        double best_variant = 1e30;
+        AlgoConfig best_variant_config{};
+        size_t num_variants = 0;
+        for (size_t j = 0; j < std::min(kVariantBases, timed.size()); ++j)
+          for (const AlgoConfig& v :
+               config_variants(handle, desc, a, b, d, candidates[timed[j].second], workspace_bytes)) {
+            ++num_variants;
+            const double us = time_us(v);
+            if (us >= 0 && us < best_variant) best_variant = us, best_variant_config = v;
+          }
+        if (best_variant < 1e29)
+          std::printf(" | best of %zu variants %.1f us (%s)", num_variants, best_variant,
+                      config_str(best_variant_config).c_str());
+      }
       std::printf("\n");
       cublasLtMatrixLayoutDestroy(a);
       cublasLtMatrixLayoutDestroy(b);
