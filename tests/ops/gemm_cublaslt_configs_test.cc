@@ -61,6 +61,14 @@ std::vector<uint32_t> cap_ids(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAl
   return ids;
 }
 
+// Whether cuBLASLt takes algo for the problem within the workspace.
+bool accepted(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+              cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t& algo, size_t workspace_bytes) {
+  cublasLtMatmulHeuristicResult_t check{};
+  return cublasLtMatmulAlgoCheck(handle, desc, a, b, d, d, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+         check.workspaceSize <= workspace_bytes;
+}
+
 // Every algorithm cuBLASLt has for the operand type with each tile and stage count it lists
 // (cluster shape and the rest left to cuBLASLt), where cublasLtMatmulAlgoCheck takes it: the
 // configurations the heuristic does not offer (BRISK_PERF_ENUMERATE=1).
@@ -83,10 +91,7 @@ std::vector<AlgoConfig> enumerated_configs(cublasLtHandle_t handle, cublasLtMatm
         cublasLtMatmulAlgo_t algo = base;
         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile));
         cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages));
-        cublasLtMatmulHeuristicResult_t check{};
-        if (cublasLtMatmulAlgoCheck(handle, desc, a, b, d, d, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
-            check.workspaceSize <= workspace_bytes)
-          configs.push_back(describe_algo(algo));
+        if (accepted(handle, desc, a, b, d, algo, workspace_bytes)) configs.push_back(describe_algo(algo));
       }
   }
   return configs;
@@ -120,10 +125,7 @@ std::vector<AlgoConfig> config_variants(cublasLtHandle_t handle, cublasLtMatmulD
             cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle,
                                                  sizeof(swizzle)) != CUBLAS_STATUS_SUCCESS)
           continue;
-        cublasLtMatmulHeuristicResult_t check{};
-        if (cublasLtMatmulAlgoCheck(handle, desc, a, b, d, d, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
-            check.workspaceSize <= workspace_bytes)
-          variants.push_back(describe_algo(algo));
+        if (accepted(handle, desc, a, b, d, algo, workspace_bytes)) variants.push_back(describe_algo(algo));
       }
   return variants;
 }
@@ -217,10 +219,7 @@ void sweep_configs(bool fp8) {
                 cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme_value,
                                                      sizeof(scheme_value)) != CUBLAS_STATUS_SUCCESS)
               continue;
-            cublasLtMatmulHeuristicResult_t check{};
-            if (cublasLtMatmulAlgoCheck(handle, desc, a, b, d, d, &algo, &check) != CUBLAS_STATUS_SUCCESS ||
-                check.workspaceSize > workspace_bytes)
-              continue;
+            if (!accepted(handle, desc, a, b, d, algo, workspace_bytes)) continue;
             candidates.push_back(describe_algo(algo));
             break;
           }

@@ -38,11 +38,10 @@ def stream_in_thread(url, body, results):
     return thread
 
 
-def wait_submitted(url, num_requests, timeout=20, tokens_before=0.0):
-    """Waits until the server has submitted `num_requests` LONG prompts to the engine (beyond the
-    prompt tokens it had counted before, tokens_before)."""
+def wait_submitted(url, num_requests, timeout=20):
+    """Waits until a fresh server has submitted `num_requests` LONG prompts to the engine."""
     prompt_len = httpx.post(url + "/tokenize", json={"prompt": LONG["prompt"]}).json()["count"]
-    wanted = tokens_before + num_requests * prompt_len
+    wanted = num_requests * prompt_len
     deadline = time.monotonic() + timeout
     while metric(httpx.get(url + "/metrics").text, "brisk_prompt_tokens_total") < wanted:
         assert time.monotonic() < deadline, "the requests did not arrive"
