@@ -305,8 +305,8 @@ void launch_attention(const AttentionArgs& a, cudaStream_t stream);
 struct SampleArgs {
   float* logits = nullptr;  // [num_seqs, vocab], modified in place
   int64_t logits_stride = 0;
-  const float* raw_logits = nullptr;  // optional copy of the logits before the call (logprobs)
-  int64_t raw_stride = 0;
+  // With out_logprobs: [num_seqs, vocab] scratch, where the rows the call modifies are copied first.
+  float* raw_scratch = nullptr;
   const SamplingRow* rows = nullptr;
   const int32_t* prompt_start = nullptr;  // optional ragged lists
   const int32_t* prompt_tokens = nullptr;

@@ -3,6 +3,9 @@
 //   penalties (repetition over prompt + output, frequency/presence over output) -> greedy argmax
 //   (lowest index on ties) or temperature -> top_k -> top_p -> min_p -> inverse-CDF draw with the
 //   same counter-based uniform(seed, step); the log-probability comes from the raw logits.
+// The log-probability is of the logits as given: a row the call leaves unchanged (greedy, no
+// penalty) is read twice (argmax with its max, then the log-sum-exp), a row it modifies is copied
+// to scratch as its log-sum-exp is taken, before any change.
 // Performance: one block reads a row several times, bound by the loads one SM keeps in flight
 // (the max, argmax and log-sum-exp passes load four logits at a time); splitting a row over
 // several blocks or pre-filtering candidates is the next step.
@@ -125,8 +128,8 @@ __device__ int block_first_index_of(float value, int index, float max_value, Sam
 }
 
 // The first index of the largest value; 0 when every logit is -inf or NaN (the CPU's argmax
-// starts at index 0 and only moves on a strictly greater value).
-__device__ int block_argmax(const float* logits, int64_t vocab, SampleShared& sh) {
+// starts at index 0 and only moves on a strictly greater value). max_logit: row_max's value.
+__device__ int block_argmax(const float* logits, int64_t vocab, SampleShared& sh, float* max_logit = nullptr) {
   float best = -INFINITY;
   int best_index = INT32_MAX;
   for_each_logit(logits, vocab, [&](float logit, int64_t v) {
@@ -135,7 +138,9 @@ __device__ int block_argmax(const float* logits, int64_t vocab, SampleShared& sh
       best_index = static_cast<int>(v);
     }
   });
-  const int result = block_first_index_of(best, best_index, block_max(best, sh), sh);
+  const float max_value = block_max(best, sh);
+  if (max_logit != nullptr) *max_logit = max_value;
+  const int result = block_first_index_of(best, best_index, max_value, sh);
   return result == INT32_MAX ? 0 : result;
 }
 
@@ -188,12 +193,17 @@ __device__ uint32_t select_key(const float* logits, int64_t vocab, double target
 }
 
 
+// Whether apply_penalties changes the row.
+__device__ bool penalized(const SampleArgs& a, const SamplingRow& row) {
+  return a.counts != nullptr &&
+         (row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f || row.presence_penalty != 0.0f);
+}
+
 __device__ void apply_penalties(float* logits, const SampleArgs& a, const SamplingRow& row,
                                 int64_t s) {
-  if (a.counts == nullptr) return;
+  if (!penalized(a, row)) return;
   const bool repetition = row.repetition_penalty != 1.0f;
   const bool additive = row.frequency_penalty != 0.0f || row.presence_penalty != 0.0f;
-  if (!repetition && !additive) return;
   // counts[v] = 2 * (occurrences of v in the output) + (1 if v occurs in prompt or output).
   uint32_t* counts = a.counts + s * a.vocab;
   if (a.prompt_start != nullptr) {
@@ -376,15 +386,29 @@ __device__ int draw(const float* logits, int64_t vocab, double uniform, SampleSh
   return token;
 }
 
-// log_softmax(raw)[token], with the CPU's log-sum-exp (max subtraction, sum in double).
-__device__ float raw_logprob(const float* raw, int64_t vocab, int token, SampleShared& sh) {
-  const float max_logit = row_max(raw, vocab, sh);
-  if (!isfinite(max_logit)) return static_cast<float>(static_cast<double>(raw[token]) - max_logit);
+// A row's log-sum-exp as the CPU takes it (max subtraction, sum in double); a row whose max is
+// not finite keeps the max, as the CPU's does.
+struct RowLse {
+  double value;
+  __device__ float logprob(float logit) const { return static_cast<float>(static_cast<double>(logit) - value); }
+};
+
+// Given the row's max (row_max); where copy is given, the row is also copied there.
+__device__ RowLse row_lse(const float* row, int64_t vocab, float max_logit, SampleShared& sh, float* copy = nullptr) {
+  if (!isfinite(max_logit) && copy == nullptr) return {static_cast<double>(max_logit)};
   double local = 0.0;
-  for_each_logit(raw, vocab, [&](float logit, int64_t) { local += expf(logit - max_logit); });
+  for_each_logit(row, vocab, [&](float logit, int64_t v) {
+    local += expf(logit - max_logit);
+    if (copy != nullptr) copy[v] = logit;
+  });
   const double sum = block_sum_double(local, sh);
-  const double log_sum_exp = static_cast<double>(max_logit) + log(sum);
-  return static_cast<float>(static_cast<double>(raw[token]) - log_sum_exp);
+  if (!isfinite(max_logit)) return {static_cast<double>(max_logit)};
+  return {static_cast<double>(max_logit) + log(sum)};
+}
+
+// log_softmax(logits)[token].
+__device__ float token_logprob(const float* logits, int64_t vocab, int token, SampleShared& sh) {
+  return row_lse(logits, vocab, row_max(logits, vocab, sh), sh).logprob(logits[token]);
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
@@ -392,10 +416,20 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
   const int64_t s = blockIdx.x;
   float* logits = a.logits + s * a.logits_stride;
   const SamplingRow row = a.rows[s];
+  const bool greedy = !(row.temperature >= kMinTemperature);
+  // The logprob's log-sum-exp: of a row this call modifies taken now, with the row copied.
+  float* raw = nullptr;
+  RowLse lse{0.0};
+  if (a.out_logprobs != nullptr && (!greedy || penalized(a, row))) {
+    raw = a.raw_scratch + s * a.vocab;
+    lse = row_lse(logits, a.vocab, row_max(logits, a.vocab, sh), sh, raw);
+  }
   apply_penalties(logits, a, row, s);
   int token;
-  if (!(row.temperature >= kMinTemperature)) {
-    token = block_argmax(logits, a.vocab, sh);
+  if (greedy) {
+    float max_logit;
+    token = block_argmax(logits, a.vocab, sh, &max_logit);
+    if (a.out_logprobs != nullptr && raw == nullptr) lse = row_lse(logits, a.vocab, max_logit, sh);
   } else {
     for (int64_t v = threadIdx.x; v < a.vocab; v += blockDim.x)
       logits[v] = __fdiv_rn(logits[v], row.temperature);
@@ -405,11 +439,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
     apply_min_p(logits, a.vocab, row.min_p, sh);
     token = draw(logits, a.vocab, sampling_uniform(row.seed, row.step), sh);
   }
-  if (threadIdx.x == 0) a.out_tokens[s] = token;
-  if (a.out_logprobs != nullptr) {
-    const float logprob = raw_logprob(a.raw_logits + s * a.raw_stride, a.vocab, token, sh);
-    if (threadIdx.x == 0) a.out_logprobs[s] = logprob;
-  }
+  if (threadIdx.x != 0) return;
+  a.out_tokens[s] = token;
+  // raw[token] was written by some thread of this block before the barriers since.
+  if (a.out_logprobs != nullptr) a.out_logprobs[s] = lse.logprob(raw != nullptr ? raw[token] : logits[token]);
 }
 
 // k rounds of a block-wide argmax, each over the logits ranked after the previous pick in the
@@ -457,7 +490,7 @@ __global__ void __launch_bounds__(kThreads) token_logprobs_kernel(TokenLogprobsA
   const int64_t s = blockIdx.x;
   const float* logits = a.logits + s * a.logits_stride;
   const int token = a.tokens[s];
-  const float logprob = raw_logprob(logits, a.vocab, token, sh);
+  const float logprob = token_logprob(logits, a.vocab, token, sh);
   const float target = logits[token];
   double num_larger = 0.0;  // exact: counts stay far below 2^53
   for_each_logit(logits, a.vocab, [&](float logit, int64_t) { num_larger += logit > target ? 1.0 : 0.0; });

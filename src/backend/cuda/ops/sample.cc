@@ -54,13 +54,9 @@ void sample(const OpContext& ctx, const SampleParams& p) {
     }
   }
   if (!p.out_logprobs.empty()) {
-    // The log-probability is of the raw logits, which the kernel modifies in place.
+    // The log-probability is of the logits as given: the kernel copies a row here before changing it.
     raw = Tensor(*ctx.allocator, DType::kF32, {num_seqs, vocab});
-    BRISK_CUDA_CHECK(cudaMemcpy2DAsync(raw.view().data(), vocab * sizeof(float), p.logits.data(),
-                                       p.logits.stride(0) * sizeof(float), vocab * sizeof(float),
-                                       num_seqs, cudaMemcpyDeviceToDevice, ctx.stream));
-    a.raw_logits = raw.data_as<const float>();
-    a.raw_stride = vocab;
+    a.raw_scratch = raw.data_as<float>();
     a.out_logprobs = p.out_logprobs.data_as<float>();
   }
   launch_sample(a, ctx.stream);
