@@ -31,16 +31,16 @@ struct AlgoConfig {
 };
 
 AlgoConfig describe_algo(const cublasLtMatmulAlgo_t& algo) {
-  auto attribute = [&](cublasLtMatmulAlgoConfigAttributes_t which, uint32_t unset) {
-    uint32_t value = unset;
+  auto attribute = [&]<typename T = uint32_t>(cublasLtMatmulAlgoConfigAttributes_t which, T unset) {
+    T value = unset;  // the attribute's own size, or cuBLASLt refuses the read
     size_t written = 0;
     cublasLtMatmulAlgoConfigGetAttribute(&algo, which, &value, sizeof(value), &written);
     return static_cast<int>(value);
   };
-  return {algo, attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, 0),
-          std::max(attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1), 1),
-          attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, 0), attribute(CUBLASLT_ALGO_CONFIG_ID, 0),
-          attribute(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 0), attribute(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 0)};
+  return {algo, attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, 0u), attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, 0u),
+          std::max(attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, int32_t{1}), 1),
+          attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, uint16_t{0}), attribute(CUBLASLT_ALGO_CONFIG_ID, int32_t{0}),
+          attribute(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 0u), attribute(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 0u)};
 }
 
 std::string config_str(const AlgoConfig& c) {
@@ -109,7 +109,7 @@ std::vector<AlgoConfig> config_variants(cublasLtHandle_t handle, cublasLtMatmulD
   cublasLtMatmulAlgoCapGetAttribute(&c.algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle_support,
                                     sizeof(swizzle_support), &written);
   std::vector<AlgoConfig> variants;
-  for (uint32_t cluster : {CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+  for (uint16_t cluster : {CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
                            CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
                            CUBLASLT_CLUSTER_SHAPE_1x4x1})
     for (uint32_t custom = 0; custom <= static_cast<uint32_t>(std::max(custom_max, 0)); ++custom)
@@ -293,6 +293,8 @@ void sweep_configs(bool fp8) {
         if (best_variant < 1e29)
           std::printf(" | best of %zu variants %.1f us (%s)", num_variants, best_variant,
                       config_str(best_variant_config).c_str());
+        else
+          std::printf(" | %zu variants, none %s", num_variants, num_variants == 0 ? "accepted" : "ran");
       }
       std::printf("\n");
       cublasLtMatrixLayoutDestroy(a);
