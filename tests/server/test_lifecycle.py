@@ -22,7 +22,8 @@ LONG = {"model": MODEL_NAME, "prompt": "a long answer", "max_tokens": 450, "igno
 
 def stream_in_thread(url, body, results):
     """Streams a completion in a thread; appends its SSE data lines to `results` (None when the
-    connection was refused)."""
+    connection was refused, or closed before any answer: a server shutting down closes the
+    connections whose request it has not read yet)."""
 
     def run():
         try:
@@ -30,7 +31,7 @@ def stream_in_thread(url, body, results):
                 # SSE lines end at "\n" only (iter_lines would also split at U+2028 in the noise text)
                 text = "".join(r.iter_text())
             results.append([line for line in text.split("\n") if line.startswith("data: ")])
-        except httpx.ConnectError:
+        except (httpx.ConnectError, httpx.RemoteProtocolError):
             results.append(None)
 
     thread = threading.Thread(target=run)
