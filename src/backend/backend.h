@@ -189,8 +189,9 @@ struct SamplingRow {
   uint64_t seed = 0;                // with step, determines the random draw
   uint64_t step = 0;                // index of the token being sampled within the request
 
-  // Whether the row reads the prompt and output tokens (SampleParams' token lists).
-  bool has_penalties() const {
+  // Whether the row reads the prompt and output tokens (SampleParams' token lists). constexpr:
+  // the CUDA sampler calls it on the device too.
+  constexpr bool has_penalties() const {
     return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f;
   }
 };

@@ -195,8 +195,7 @@ __device__ uint32_t select_key(const float* logits, int64_t vocab, double target
 
 // Whether apply_penalties changes the row.
 __device__ bool penalized(const SampleArgs& a, const SamplingRow& row) {
-  return a.counts != nullptr &&
-         (row.repetition_penalty != 1.0f || row.frequency_penalty != 0.0f || row.presence_penalty != 0.0f);
+  return a.counts != nullptr && row.has_penalties();
 }
 
 __device__ void apply_penalties(float* logits, const SampleArgs& a, const SamplingRow& row,
