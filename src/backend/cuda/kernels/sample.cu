@@ -7,10 +7,11 @@
 // penalty) is read twice (argmax with its max, then the log-sum-exp), a row it modifies is copied
 // to scratch as its log-sum-exp is taken, before any change.
 // Performance: one block reads a row several times, bound by the loads one SM keeps in flight
-// (the max, argmax and log-sum-exp passes load four logits at a time). A sampled row with top_k or
-// top_p (no penalty) first takes the candidate path (sample_candidates): four passes over the row,
-// the filters and the draw on the few thousand tokens that can survive them; the whole-row path
-// below is its fallback.
+// (the max, argmax and log-sum-exp passes load four logits at a time). A sampled row without
+// penalties takes a shorter path first: with top_k or top_p the candidate path (sample_candidates:
+// four passes over the row, the filters and the draw on the few thousand tokens that can survive
+// them), else the whole-row draw (sample_whole_row: four passes). The step-by-step path below is
+// their fallback and the one of penalized rows.
 // Sort-free: the top-k / top-p thresholds are found by a 16-ary search over the logits' 32-bit
 // order-preserving keys (8 passes of 4 bits), each pass a block-wide histogram of counts or
 // probability mass. Weights are exp(logit - max) in fp32 summed in double (the CPU uses double
@@ -31,6 +32,8 @@ constexpr int kBins = 16;
 constexpr float kMinTemperature = 1e-5f;  // as the CPU reference (vLLM's epsilon)
 constexpr int kHistBits = 12;  // the candidate path's bins: a key's sign, exponent and 3 mantissa bits
 constexpr int kHistBins = 1 << kHistBits;
+constexpr int kChunk = 4 * kThreads;  // tokens of a block-wide step of the chunked passes (four a thread)
+constexpr int kMaxChunks = 128;       // the whole-row draw's vocabularies: up to 262144 tokens
 
 struct SampleShared {
   union {
@@ -48,6 +51,8 @@ struct SampleShared {
   int bound;
   int count;
   double value;
+  double target;
+  double chunk_mass[kMaxChunks];  // the whole-row draw's weights per chunk
 };
 
 __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
@@ -83,23 +88,25 @@ __device__ double block_sum_double(double value, SampleShared& sh) {
   return total;
 }
 
-// The sum of value over the threads before this one, and over all of them (total).
-__device__ int block_exclusive_scan(int value, SampleShared& sh, int& total) {
+// The sum of value over the threads before this one, and over all of them (total); warp_totals:
+// kWarps values of shared scratch (SampleShared's warp_int or warp_double).
+template <typename T>
+__device__ T block_exclusive_scan(T value, T* warp_totals, T& total) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int inclusive = value;
+  T inclusive = value;
 #pragma unroll
   for (int offset = 1; offset < 32; offset <<= 1) {
-    const int other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    const T other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
     if (lane >= offset) inclusive += other;
   }
-  __syncthreads();  // warp_int's earlier use is over
-  if (lane == 31) sh.warp_int[warp] = inclusive;
+  __syncthreads();  // the scratch's earlier use is over
+  if (lane == 31) warp_totals[warp] = inclusive;
   __syncthreads();
-  int before = inclusive - value;
+  T before = inclusive - value;
   total = 0;
   for (int w = 0; w < kWarps; ++w) {
-    if (w < warp) before += sh.warp_int[w];
-    total += sh.warp_int[w];
+    if (w < warp) before += warp_totals[w];
+    total += warp_totals[w];
   }
   return before;
 }
@@ -444,6 +451,17 @@ __device__ float token_logprob(const float* logits, int64_t vocab, int token, Sa
   return row_lse(logits, vocab, row_max(logits, vocab, sh), sh).logprob(logits[token]);
 }
 
+// A thread's four consecutive logits of a chunk from first (-inf past the row).
+__device__ __forceinline__ void load_four(const float* logits, int64_t vocab, int64_t first, float (&x)[4]) {
+  if (reinterpret_cast<uintptr_t>(logits) % 16 == 0 && first + 4 <= vocab) {
+    const float4 q = *reinterpret_cast<const float4*>(logits + first);
+    x[0] = q.x, x[1] = q.y, x[2] = q.z, x[3] = q.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] = first + i < vocab ? logits[first + i] : -INFINITY;
+  }
+}
+
 // fn(t, v, selected, position) for every token v of the row in order, chunk by chunk, with
 // t = logit / temperature, selected = t's key in a histogram bin >= bound, and position = the
 // number of selected tokens before v. Four consecutive tokens a thread; every thread runs every
@@ -451,18 +469,11 @@ __device__ float token_logprob(const float* logits, int64_t vocab, int token, Sa
 template <typename Fn>
 __device__ void for_each_tempered(const float* logits, int64_t vocab, float temperature, int bound, SampleShared& sh,
                                   Fn&& fn) {
-  const bool quads = reinterpret_cast<uintptr_t>(logits) % 16 == 0;
   int base = 0;
-  for (int64_t chunk = 0; chunk < vocab; chunk += 4 * kThreads) {
+  for (int64_t chunk = 0; chunk < vocab; chunk += kChunk) {
     const int64_t first = chunk + 4 * threadIdx.x;
     float t[4];
-    if (quads && first + 4 <= vocab) {
-      const float4 x = *reinterpret_cast<const float4*>(logits + first);
-      t[0] = x.x, t[1] = x.y, t[2] = x.z, t[3] = x.w;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) t[i] = first + i < vocab ? logits[first + i] : -INFINITY;
-    }
+    load_four(logits, vocab, first, t);
     int count = 0;
     bool selected[4];
 #pragma unroll
@@ -472,7 +483,7 @@ __device__ void for_each_tempered(const float* logits, int64_t vocab, float temp
       count += selected[i];
     }
     int total;
-    int position = base + block_exclusive_scan(count, sh, total);
+    int position = base + block_exclusive_scan(count, sh.warp_int, total);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       if (first + i < vocab) fn(t[i], first + i, selected[i], position);
@@ -517,7 +528,7 @@ __device__ bool sample_candidates(const SampleArgs& a, const SamplingRow& row, i
 #pragma unroll
   for (int i = 0; i < kOwn; ++i) own += sh.hist[kOwn * threadIdx.x + i];
   int all;
-  const int before = block_exclusive_scan(own, sh, all);
+  const int before = block_exclusive_scan(own, sh.warp_int, all);
   const int above = all - before - own;
   if (threadIdx.x == 0) sh.bound = kHistBins;
   __syncthreads();
@@ -563,6 +574,96 @@ __device__ bool sample_candidates(const SampleArgs& a, const SamplingRow& row, i
   return true;
 }
 
+// A sampled row without top_k, top_p or penalties (temperature, min_p): the inverse-CDF draw over
+// the whole row from two passes (the max; then each chunk's weights summed, the raw row's
+// log-sum-exp beside them), the crossing found within one chunk, and the row written as the
+// whole-row path leaves it (tempered, min_p's drops -inf). Returns false, having changed nothing,
+// with a non-finite max or past kMaxChunks chunks.
+__device__ bool sample_whole_row(const SampleArgs& a, const SamplingRow& row, float* logits, SampleShared& sh,
+                                 int& token, float& logprob) {
+  const int64_t vocab = a.vocab, num_chunks = (vocab + kChunk - 1) / kChunk;
+  if (row.top_p < 1.0f || (row.top_k > 0 && row.top_k < vocab) || num_chunks > kMaxChunks) return false;
+  const float max_logit = row_max(logits, vocab, sh);
+  const float max_t = __fdiv_rn(max_logit, row.temperature);  // the division keeps the order
+  if (!isfinite(max_logit) || !isfinite(max_t)) return false;
+  // What the draw weighs t by: exp(t - max), 0 where min_p drops it (apply_min_p, then draw).
+  const auto dropped = [&](float t) { return row.min_p > 0.0f && expf(t - max_t) < row.min_p; };
+  const auto weight = [&](float t) { return dropped(t) ? 0.0f : expf(t - max_t); };
+  if (threadIdx.x == 0) sh.last_positive = -1;
+  double lse_local = 0.0;
+  int last = -1;
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    const int64_t first = c * kChunk + 4 * threadIdx.x;
+    float x[4];
+    load_four(logits, vocab, first, x);
+    double mass = 0.0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (first + i >= vocab) continue;
+      if (a.out_logprobs != nullptr) lse_local += expf(x[i] - max_logit);  // for_each_logit's order
+      const float w = weight(__fdiv_rn(x[i], row.temperature));
+      mass += w;
+      if (w > 0.0f) last = static_cast<int>(first + i);
+    }
+    mass = block_sum_double(mass, sh);
+    if (threadIdx.x == 0) sh.chunk_mass[c] = mass;
+  }
+  atomicMax(&sh.last_positive, last);
+  const double lse = static_cast<double>(max_logit) + log(block_sum_double(lse_local, sh));
+  if (threadIdx.x == 0) {  // the chunk where the cumulative weight passes uniform * total
+    double total = 0.0;
+    for (int64_t c = 0; c < num_chunks; ++c) total += sh.chunk_mass[c];
+    const double target = sampling_uniform(row.seed, row.step) * total;
+    double before = 0.0;
+    int chosen = -1;
+    for (int64_t c = 0; c < num_chunks && chosen < 0; ++c) {
+      if (before + sh.chunk_mass[c] > target) chosen = static_cast<int>(c);
+      else before += sh.chunk_mass[c];
+    }
+    sh.found = chosen;
+    sh.value = before;
+    sh.target = target;
+    sh.token = INT32_MAX;
+  }
+  __syncthreads();
+  const int chosen = sh.found;
+  if (chosen >= 0) {  // uniform: every thread reads found after the barrier
+    const int64_t first = chosen * int64_t{kChunk} + 4 * threadIdx.x;
+    float x[4], w[4];
+    load_four(logits, vocab, first, x);
+    double mine = 0.0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mine += w[i] = first + i < vocab ? weight(__fdiv_rn(x[i], row.temperature)) : 0.0f;
+    double chunk_total;
+    double cumulative = sh.value + block_exclusive_scan(mine, sh.warp_double, chunk_total);
+    const double target = sh.target;
+    for (int i = 0; i < 4; ++i) {
+      if (!(w[i] > 0.0f)) continue;
+      cumulative += w[i];
+      if (cumulative > target) {
+        atomicMin(&sh.token, static_cast<int>(first + i));
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  // Rounding can leave the crossing past every weight: the last positive one, as draw() takes it.
+  token = sh.token != INT32_MAX ? sh.token : (sh.last_positive >= 0 ? sh.last_positive : 0);
+  logprob = static_cast<float>(static_cast<double>(logits[token]) - lse);
+  __syncthreads();  // logits[token] is read before the row is rewritten
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    const int64_t first = c * kChunk + 4 * threadIdx.x;
+    float x[4];
+    load_four(logits, vocab, first, x);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float t = __fdiv_rn(x[i], row.temperature);
+      if (first + i < vocab) logits[first + i] = dropped(t) ? -INFINITY : t;
+    }
+  }
+  return true;
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
   __shared__ SampleShared sh;
   const int64_t s = blockIdx.x;
@@ -571,7 +672,8 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(SampleArgs a) {
   const bool greedy = !(row.temperature >= kMinTemperature);
   int token;
   float logprob;
-  if (!greedy && !penalized(a, row) && sample_candidates(a, row, s, logits, sh, token, logprob)) {
+  if (!greedy && !penalized(a, row) &&
+      (sample_candidates(a, row, s, logits, sh, token, logprob) || sample_whole_row(a, row, logits, sh, token, logprob))) {
     if (threadIdx.x != 0) return;
     a.out_tokens[s] = token;
     if (a.out_logprobs != nullptr) a.out_logprobs[s] = logprob;
