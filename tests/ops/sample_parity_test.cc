@@ -170,6 +170,37 @@ TEST(Sample, TopPBreaksTiesByTokenId) {
   expect_same(logits, rows, {}, "top_k ties", true);
 }
 
+// Rows shaped like a language model's: a flat background and 60 likely tokens. top_k and top_p run
+// on the gathered candidates (sample.cu's candidate path) and must leave the CPU's tokens,
+// logprobs and filtered logits; the last rows' filters reach past the candidates (whole-row path).
+std::vector<double> peaky_values(int64_t num_seqs, int64_t vocab, std::mt19937& rng) {
+  std::vector<double> values = random_values(num_seqs * vocab, rng, -4, 4);
+  for (int64_t s = 0; s < num_seqs; ++s)
+    for (int i = 0; i < 60; ++i) values[s * vocab + (rng() % vocab)] = 14.0 + (rng() % 4000) / 1000.0;
+  return values;
+}
+
+TEST(Sample, CandidatesMatchCpu) {
+  std::mt19937 rng(27);
+  const int64_t vocab = 128256, num_seqs = 24;
+  Tensor logits = make_tensor(DType::kF32, {num_seqs, vocab}, peaky_values(num_seqs, vocab, rng));
+  std::vector<SamplingRow> rows;
+  for (int64_t s = 0; s < num_seqs; ++s) {
+    const uint64_t seed = 500 + s;
+    switch (s % 8) {
+      case 0: rows.push_back(seeded(seed, s, 1.0f, 50)); break;
+      case 1: rows.push_back(seeded(seed, s, 0.7f, 0, 0.9f)); break;
+      case 2: rows.push_back(seeded(seed, s, 1.0f, 20, 0.8f, 0.05f)); break;
+      case 3: rows.push_back(seeded(seed, s, 1.5f, 0, 0.95f, 0.01f)); break;
+      case 4: rows.push_back(seeded(seed, s, 0.9f, 1)); break;
+      case 5: rows.push_back(seeded(seed, s, 1.0f, 5000)); break;          // top_k past the candidates
+      case 6: rows.push_back(seeded(seed, s, 3.0f, 0, 0.9999f)); break;   // top_p's mass past them
+      default: rows.push_back(seeded(seed, s, 1.0f, 0, 1.0f, 0.1f)); break;  // neither filter
+    }
+  }
+  expect_same(logits, rows, {}, "candidates", true);
+}
+
 TEST(Sample, RejectsHostRows) {
   Tensor logits_d = to_device(zeros(DType::kF32, {1, 10}));
   Tensor tokens_d(cuda_backend().allocator(), DType::kI32, {1});
@@ -245,19 +276,26 @@ TEST(TokenLogprobs, MatchesCpu) {
 }
 
 // With logprobs, as the engine always asks; greedy rows are left as they are, so their timing
-// needs no fresh copy of the logits.
+// needs no fresh copy of the logits. Sampled: top_k 50 + top_p 0.9 + min_p 0.05 on uniform logits,
+// top_p 0.95 alone on peaky ones (both the candidate path), temperature alone (vLLM's throughput
+// benchmark's setting: the whole-row path).
 TEST(SamplePerf, Llama8B) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   const int64_t vocab = 128256;
+  const SamplingRow kinds[] = {greedy(), seeded(1, 0, 0.8f, 50, 0.9f, 0.05f), seeded(1, 0, 1.0f, 0, 0.95f),
+                               seeded(1, 0, 1.0f)};
+  const char* const names[] = {"sample greedy", "sample top-k/p (+ logits copy)",
+                               "sample top-p peaky (+ logits copy)", "sample temperature (+ logits copy)"};
   for (int64_t num_seqs : {int64_t{1}, int64_t{64}, int64_t{168}}) {
-    std::mt19937 rng(24);
-    Tensor logits = random_tensor(DType::kF32, {num_seqs, vocab}, rng, -10, 10);
-    Tensor pristine_d = to_device(logits);
-    Tensor logits_d = to_device(logits);
-    Tensor tokens_d(cuda_backend().allocator(), DType::kI32, {num_seqs});
-    Tensor logprobs_d(cuda_backend().allocator(), DType::kF32, {num_seqs});
-    for (bool sampled : {false, true}) {
-      std::vector<SamplingRow> rows(num_seqs, sampled ? seeded(1, 0, 0.8f, 50, 0.9f, 0.05f) : greedy());
+    for (int kind = 0; kind < 4; ++kind) {
+      std::mt19937 rng(24);
+      Tensor logits = kind == 2 ? make_tensor(DType::kF32, {num_seqs, vocab}, peaky_values(num_seqs, vocab, rng))
+                                : random_tensor(DType::kF32, {num_seqs, vocab}, rng, -10, 10);
+      Tensor pristine_d = to_device(logits);
+      Tensor logits_d = to_device(logits);
+      Tensor tokens_d(cuda_backend().allocator(), DType::kI32, {num_seqs});
+      Tensor logprobs_d(cuda_backend().allocator(), DType::kF32, {num_seqs});
+      std::vector<SamplingRow> rows(num_seqs, kinds[kind]);
       Tensor rows_d = to_device(TensorView(rows.data(), DType::kU8,
                                            {static_cast<int64_t>(rows.size() * sizeof(SamplingRow))}));
       SampleParams p;
@@ -265,11 +303,10 @@ TEST(SamplePerf, Llama8B) {
       p.rows = rows_d.data_as<const SamplingRow>();
       p.out_tokens = tokens_d;
       p.out_logprobs = logprobs_d;
-      report_perf(sampled ? "sample top-k/p (+ logits copy)" : "sample greedy",
-                  "f32 [" + std::to_string(num_seqs) + ", 128256], logprobs", num_seqs * vocab * 4.0, 0,
+      report_perf(names[kind], "f32 [" + std::to_string(num_seqs) + ", 128256], logprobs", num_seqs * vocab * 4.0, 0,
                   [&] {
                     // Filtering leaves -inf behind: sampled rows start from fresh logits each time.
-                    if (sampled) cuda_backend().copy(logits_d, pristine_d);
+                    if (kind > 0) cuda_backend().copy(logits_d, pristine_d);
                     cuda_backend().sample(p);
                   }, 20);
     }

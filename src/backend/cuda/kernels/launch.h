@@ -302,11 +302,16 @@ bool attention_supports_head_dim(int head_dim);
 int attention_num_splits(const AttentionArgs& a, int num_sms);
 void launch_attention(const AttentionArgs& a, cudaStream_t stream);
 
+// Tokens a sampled row's filters may run on once gathered (sample.cu's candidate path).
+inline constexpr int64_t kSampleCandidates = 4096;
+
 struct SampleArgs {
   float* logits = nullptr;  // [num_seqs, vocab], modified in place
   int64_t logits_stride = 0;
   // With out_logprobs: [num_seqs, vocab] scratch, where the rows the call modifies are copied first.
   float* raw_scratch = nullptr;
+  float* candidate_logits = nullptr;      // [num_seqs, kSampleCandidates] scratch
+  int32_t* candidate_tokens = nullptr;    // [num_seqs, kSampleCandidates] scratch
   const SamplingRow* rows = nullptr;
   const int32_t* prompt_start = nullptr;  // optional ragged lists
   const int32_t* prompt_tokens = nullptr;

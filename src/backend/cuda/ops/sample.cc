@@ -40,6 +40,10 @@ void sample(const OpContext& ctx, const SampleParams& p) {
   a.vocab = vocab;
   // Scratch, freed on return: reuse of the memory is ordered after the kernel on the stream.
   Tensor counts, raw;
+  Tensor candidates(*ctx.allocator, DType::kF32, {num_seqs, kSampleCandidates});
+  Tensor candidate_tokens(*ctx.allocator, DType::kI32, {num_seqs, kSampleCandidates});
+  a.candidate_logits = candidates.data_as<float>();
+  a.candidate_tokens = candidate_tokens.data_as<int32_t>();
   if (!p.prompt_start.empty() || !p.output_start.empty()) {
     counts = Tensor(*ctx.allocator, DType::kU32, {num_seqs, vocab});
     BRISK_CUDA_CHECK(cudaMemsetAsync(counts.view().data(), 0, counts.view().num_bytes(), ctx.stream));
