@@ -144,7 +144,9 @@ struct GemmFp8Params {
   TensorView input_scale{};   // optional f32 [1]: the static activation scale (block_size 0 only)
   int block_size = 0;         // 0, or 128: weight and activation scales per 128 K values
   TensorView bias{};          // optional [N]
-  TensorView y{};             // [M, N]
+  // [M, N], or more rows, up to Backend::gemm_fp8_rows(M): the rows past M may be overwritten
+  // with anything (room for whole tiles).
+  TensorView y{};
   // block_size 128 only: weight_scale's rows repeat per 128-row block (row n holds block n / 128's
   // scales), as 128 x 128 checkpoints give; a backend may then run a block-scaled GEMM.
   bool row_blocks = false;
@@ -297,6 +299,9 @@ class Backend {
   virtual void gemm(const GemmParams& p) = 0;
   virtual void gemm_w4a16(const GemmW4A16Params& p) = 0;
   virtual void gemm_fp8(const GemmFp8Params& p) = 0;
+  // The rows of y a gemm_fp8 over m rows of x may use: given that many (GemmFp8Params::y), the
+  // backend may compute whole tiles and leave anything in the rows past m.
+  virtual int64_t gemm_fp8_rows(int64_t m) const { return m; }
   // Rearranges an int4 weight qweight (i4 [N, K] in brisk's row layout, on this backend) in place
   // into the layout this backend's gemm_w4a16 reads fastest, and returns that layout: pass it as
   // GemmW4A16Params::layout with this qweight from then on. Once per weight, at load time. The

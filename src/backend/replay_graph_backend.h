@@ -46,6 +46,7 @@ class ReplayGraphBackend final : public Backend {
   void gemm(const GemmParams& p) override;
   void gemm_w4a16(const GemmW4A16Params& p) override;
   void gemm_fp8(const GemmFp8Params& p) override;
+  int64_t gemm_fp8_rows(int64_t m) const override { return inner_->gemm_fp8_rows(m); }
   void attention(const AttentionParams& p) override;
   void silu_mul(const SiluMulParams& p) override;
   void sample(const SampleParams& p) override;

@@ -44,6 +44,8 @@ LlamaModel::LlamaModel(ModelConfig config, GenerationConfig generation_config, M
       backend_(backend),
       max_model_len_(max_model_len),
       activation_dtype_(backend.activation_dtype(config_.dtype)) {
+  for (const LayerWeights& l : weights_.layers)
+    for (const LinearWeight* w : {&l.qkv, &l.o_proj, &l.gate_up, &l.down}) has_fp8_ = has_fp8_ || w->is_fp8();
   BRISK_CHECK(tp_.comm == nullptr ? tp_.size == 1 : tp_.comm->size() == tp_.size && tp_.comm->rank() == tp_.rank,
               "tensor parallelism: rank {} of {} needs its group's communicator", tp_.rank, tp_.size);
   Tensor host_table = make_rope_table(config_, max_model_len_);
@@ -67,7 +69,8 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorVie
 
   Tensor residual = empty(activation_dtype_, {num_tokens, hidden});
   Tensor normed = empty(activation_dtype_, {num_tokens, hidden});
-  Tensor block_out = empty(activation_dtype_, {num_tokens, hidden});
+  Tensor block_out_rows = empty(activation_dtype_, {linear_rows(num_tokens), hidden});
+  const TensorView block_out = block_out_rows.view().slice(0, 0, num_tokens);
   if (tp_.comm != nullptr) {  // each rank embeds the ids of its vocabulary rows
     backend_.embedding({weights_.embed, batch.token_ids, residual, shard_.first_vocab});
     all_reduce(residual);
@@ -82,9 +85,9 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv_cache, TensorVie
     } else {  // residual += previous MLP output, then norm
       backend_.rms_norm({block_out, residual, w.input_norm, normed, eps});
     }
-    attention_block(batch, kv_cache, layer, normed, block_out);
+    attention_block(batch, kv_cache, layer, normed, block_out_rows);
     backend_.rms_norm({block_out, residual, w.post_norm, normed, eps});
-    mlp_block(layer, normed, block_out);
+    mlp_block(layer, normed, block_out_rows);
   }
   if (num_logits == 0 && num_hidden == 0) return;  // only partial prefill chunks: their KV is all this step makes
   backend_.rms_norm({block_out, residual, weights_.final_norm, normed, static_cast<float>(config_.rms_norm_eps)});
@@ -111,12 +114,12 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   const int64_t num_tokens = batch.num_tokens();
   const int nh = static_cast<int>(shard_.num_heads), nkv = static_cast<int>(shard_.num_kv_heads);
   const int hd = static_cast<int>(config_.head_dim);
-  Tensor qkv = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh + 2 * nkv) * hd});
+  Tensor qkv = empty(activation_dtype_, {linear_rows(num_tokens), static_cast<int64_t>(nh + 2 * nkv) * hd});
   observe(layer, LinearInput::kQkv, normed);
   run_linear(backend_, normed, w.qkv, w.qkv_bias, qkv);
 
   RopeKvAppendParams rope;
-  rope.qkv = qkv;
+  rope.qkv = qkv.view().slice(0, 0, num_tokens);
   rope.positions = batch.positions;
   rope.cos_sin = rope_table_;
   rope.q_norm = w.q_norm;
@@ -132,7 +135,7 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
 
   Tensor attn = empty(activation_dtype_, {num_tokens, static_cast<int64_t>(nh) * hd});
   AttentionParams a;
-  a.q = qkv.view().slice(1, 0, static_cast<int64_t>(nh) * hd);
+  a.q = rope.qkv.slice(1, 0, static_cast<int64_t>(nh) * hd);
   a.k_cache = kv_cache.k(layer);
   a.v_cache = kv_cache.v(layer);
   a.kv_quant = rope.kv_quant;
@@ -154,7 +157,7 @@ void LlamaModel::attention_block(const ForwardBatch& batch, KvCache& kv_cache, i
   }
   observe(layer, LinearInput::kOProj, attn);
   run_linear(backend_, attn, w.o_proj, {}, out);
-  all_reduce(out);
+  all_reduce(out.slice(0, 0, num_tokens));
 }
 
 void LlamaModel::split_attention(const ForwardBatch& batch, const RopeKvAppendParams& rope, const AttentionParams& a) {
@@ -186,13 +189,13 @@ void LlamaModel::mlp_block(int64_t layer, TensorView normed, TensorView out) {
   if (w.gate_up.is_int4()) {  // SiLU fused into the int4 GEMM
     run_linear(backend_, normed, w.gate_up, {}, act, /*silu_gate=*/true);
   } else {
-    Tensor gate_up = empty(activation_dtype_, {num_tokens, 2 * shard_.intermediate_size});
+    Tensor gate_up = empty(activation_dtype_, {linear_rows(num_tokens), 2 * shard_.intermediate_size});
     run_linear(backend_, normed, w.gate_up, {}, gate_up);
-    backend_.silu_mul({gate_up, act});
+    backend_.silu_mul({gate_up.view().slice(0, 0, num_tokens), act});
   }
   observe(layer, LinearInput::kDown, act);
   run_linear(backend_, act, w.down, {}, out);
-  all_reduce(out);
+  all_reduce(out.slice(0, 0, num_tokens));
 }
 
 }  // namespace brisk

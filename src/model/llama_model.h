@@ -76,17 +76,23 @@ class LlamaModel {
   void set_linear_observer(LinearObserver* observer) { observer_ = observer; }
 
  private:
+  // out: linear_rows(normed's rows) rows, the first normed's rows the block's output.
   void attention_block(const ForwardBatch& batch, KvCache& kv_cache, int64_t layer, TensorView normed,
                        TensorView out);
   // A mixed step's RoPE, KV append and attention as two calls: the decodes (batch.num_decode_seqs
   // first sequences, one token each), then the rest.
   void split_attention(const ForwardBatch& batch, const RopeKvAppendParams& rope, const AttentionParams& a);
-  void mlp_block(int64_t layer, TensorView normed, TensorView out);
+  void mlp_block(int64_t layer, TensorView normed, TensorView out);  // out as attention_block's
   // Sums a row-parallel product's partial sums over the ranks (nothing without a communicator).
   void all_reduce(TensorView x) {
     if (tp_.comm != nullptr) tp_.comm->all_reduce_sum(x);
   }
   Tensor empty(DType dtype, Shape shape) { return Tensor(backend_.allocator(), dtype, shape); }
+  // Rows to allocate for a projection's output over num_tokens rows: FP8 GEMMs may use more
+  // (Backend::gemm_fp8_rows); every other op reads the first num_tokens.
+  int64_t linear_rows(int64_t num_tokens) const {
+    return has_fp8_ ? backend_.gemm_fp8_rows(num_tokens) : num_tokens;
+  }
   void observe(int64_t layer, LinearInput input, TensorView x) {
     if (observer_ != nullptr) observer_->observe(layer, input, x);
   }
@@ -100,6 +106,7 @@ class LlamaModel {
   Backend& backend_;
   int64_t max_model_len_;
   DType activation_dtype_;
+  bool has_fp8_ = false;  // some projection has FP8 weights
   Tensor rope_table_;  // [max_model_len, head_dim] f32, in the backend's memory
   LinearObserver* observer_ = nullptr;
 };

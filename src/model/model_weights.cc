@@ -354,6 +354,7 @@ void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorVie
     backend.gemm_fp8({x, w.fp8, w.fp8_scale, w.input_scale, w.fp8_block_size, bias, y, w.fp8_row_blocks});
     return;
   }
+  y = y.slice(0, 0, x.size(0));
   if (!w.is_int4()) {
     backend.gemm({x, w.dense, bias, y});
     return;

@@ -41,6 +41,7 @@ struct LinearWeight {
 
 // y = x * w^T (+ bias) through the backend's gemm, gemm_w4a16 or gemm_fp8; silu_gate (int4
 // weights only): y = silu(gate) * up of that product's halves (GemmW4A16Params::silu_gate).
+// y may have more rows than x: gemm_fp8 may overwrite them (GemmFp8Params::y), the others do not.
 void run_linear(Backend& backend, TensorView x, const LinearWeight& w, TensorView bias, TensorView y,
                 bool silu_gate = false);
 

@@ -24,12 +24,13 @@ struct Fp8Case {
   bool static_scale, bias, strided_x;
   DType x, y;
   bool row_blocks = false;  // block scales repeat per 128 rows (GemmFp8Params::row_blocks)
+  bool room = false;        // y with the rows the backend may use (Backend::gemm_fp8_rows)
 };
 
 std::string describe(const Fp8Case& c) {
   return "gemm_fp8 M " + std::to_string(c.m) + " N " + std::to_string(c.n) + " K " + std::to_string(c.k) + " block " +
          std::to_string(c.block_size) + (c.static_scale ? " static" : "") + (c.bias ? " +bias" : "") +
-         (c.strided_x ? " strided x" : "") + (c.row_blocks ? " row blocks" : "") + " x " + dtype_str(c.x) + " y " +
+         (c.strided_x ? " strided x" : "") + (c.row_blocks ? " row blocks" : "") + (c.room ? " room" : "") + " x " + dtype_str(c.x) + " y " +
          dtype_str(c.y);
 }
 
@@ -57,7 +58,7 @@ void check_fp8(const Fp8Case& c) {
                           c.bias ? bias.view() : TensorView(), expected, c.row_blocks});
   Tensor x_d = to_device(x_full), w_d = to_device(w), scale_d = to_device(w_scale), input_d = to_device(input_scale),
          bias_d = to_device(bias);
-  Tensor y_d(cuda_backend().allocator(), c.y, {c.m, c.n});
+  Tensor y_d(cuda_backend().allocator(), c.y, {c.room ? cuda_backend().gemm_fp8_rows(c.m) : c.m, c.n});
   cuda_backend().gemm_fp8({x_d.view().slice(1, 0, c.k), w_d, scale_d, c.static_scale ? input_d.view() : TensorView(),
                            c.block_size, c.bias ? bias_d.view() : TensorView(), y_d, c.row_blocks});
   const cpu::Fp8QuantizedRows q = cpu::quantize_fp8_activations(x, c.block_size, c.static_scale ? input_scale.view() : TensorView());
@@ -103,6 +104,10 @@ TEST(GemmFp8, MatchesCpu) {
       {100, 384, 512, 128, false, true, false, bf16, bf16},
       {200, 272, 384, 128, false, false, false, bf16, f32},
       {64, 1024, 4096, 0, false, true, false, bf16, bf16},
+      // Whole 128-row tiles into y's room: a partial second and third tile, bias, static scale.
+      {150, 256, 1024, 0, false, true, false, bf16, bf16, false, true},
+      {300, 512, 2048, 0, true, false, true, f16, f32, false, true},
+      {200, 272, 1024, 128, false, false, false, bf16, bf16, true, true},
       // The decode kernel (M <= 8, same sizes): a full and partial token tile, K of fewer
       // groups than warps and of a partial round of groups, every scale form.
       {1, 4096, 4096, 0, false, false, false, bf16, bf16},
@@ -163,8 +168,9 @@ TEST(GemmFp8Perf, Decode) {
     for (int block_size : {0, 128}) {
       const int64_t groups = block_size > 0 ? k / block_size : 1;
       Tensor scale = to_device(make_tensor(DType::kF32, {n, groups}, std::vector<double>(n * groups, 1e-3)));
-      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 128, 136, 168, 256}) {
-        Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {m, n});
+      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 96, 128, 136, 168, 200, 256, 264}) {
+        // y with room, as the model gives it (whole tiles past 128 rows on cuBLASLt's per-row path).
+        Tensor x(alloc, DType::kBF16, {m, k}), y(alloc, DType::kBF16, {cuda_backend().gemm_fp8_rows(m), n});
         fill_random(x, 1);
         int next = 0;
         const auto call = [&] {

@@ -217,7 +217,7 @@ void check_op_params(const GemmFp8Params& p, Device device) {
   check_float(kOp, "y", p.y);
   const int64_t n = p.weight.size(0), k = p.weight.size(1);
   BRISK_CHECK(p.x.size(1) == k, "gemm_fp8: x is {} but weight is {}: K differs", p.x.describe(), p.weight.describe());
-  BRISK_CHECK(p.y.size(0) == p.x.size(0) && p.y.size(1) == n, "gemm_fp8: x is {} and weight {} but y is {}",
+  BRISK_CHECK(p.y.size(0) >= p.x.size(0) && p.y.size(1) == n, "gemm_fp8: x is {} and weight {} but y is {}",
               p.x.describe(), p.weight.describe(), p.y.describe());
   BRISK_CHECK(p.block_size == 0 || p.block_size == 128, "gemm_fp8: block_size is {} but must be 0 or 128", p.block_size);
   const Shape scale_shape{n, p.block_size > 0 ? (k + p.block_size - 1) / p.block_size : 1};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "backend/common/op_params.h"
@@ -90,6 +91,9 @@ void gemm_fp8(const GemmFp8Params& p) {
       }
     }
   });
+  // Rows past x's (room for a GPU's whole tiles) may hold anything: NaN, so that reading them shows.
+  const std::vector<float> nan_row(n_cols, std::numeric_limits<float>::quiet_NaN());
+  for (int64_t m = m_rows; m < p.y.size(0); ++m) store_y(nan_row.data(), element_ptr(p.y, m, 0), n_cols);
 }
 
 }  // namespace brisk::cpu

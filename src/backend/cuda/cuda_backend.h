@@ -58,6 +58,7 @@ class CudaBackend final : public Backend {
   void gemm(const GemmParams& p) override;
   void gemm_w4a16(const GemmW4A16Params& p) override;
   void gemm_fp8(const GemmFp8Params& p) override;
+  int64_t gemm_fp8_rows(int64_t m) const override { return cuda::gemm_fp8_rows(m); }
   Int4Layout repack_int4(TensorView qweight) override;
   void attention(const AttentionParams& p) override;
   void rope_append_attention(const RopeKvAppendParams& append, const AttentionParams& attn) override;

@@ -122,6 +122,25 @@ TEST(CpuGemmFp8, ZeroRowsAndSaturation) {
   EXPECT_NEAR(y.data_as<float>()[1], (64 - 128 + 256 + 448) / 64.0, 1e-6);
 }
 
+// y with room past x's rows (GemmFp8Params::y): the first rows as with a y of x's rows, the room
+// NaN (the CPU poisons it so that a caller reading it fails its tests), no room refused.
+TEST(CpuGemmFp8, RoomPastXsRows) {
+  auto backend = make_cpu_backend();
+  std::mt19937 rng(7);
+  Tensor x = random_tensor(DType::kF32, {3, 64}, rng, -2, 2);
+  Tensor w = random_fp8(5, 64, rng);
+  Tensor w_scale = random_tensor(DType::kF32, {5, 1}, rng, 0.01, 0.1);
+  EXPECT_EQ(backend->gemm_fp8_rows(3), 8);
+  EXPECT_EQ(backend->gemm_fp8_rows(16), 16);
+  Tensor exact(cpu_allocator(), DType::kF32, {3, 5}), room(cpu_allocator(), DType::kF32, {8, 5});
+  backend->gemm_fp8({x, w, w_scale, {}, 0, {}, exact});
+  backend->gemm_fp8({x, w, w_scale, {}, 0, {}, room});
+  for (int64_t i = 0; i < 15; ++i) EXPECT_EQ(room.data_as<float>()[i], exact.data_as<float>()[i]) << i;
+  for (int64_t i = 15; i < 40; ++i) EXPECT_TRUE(std::isnan(room.data_as<float>()[i])) << i;
+  Tensor short_y(cpu_allocator(), DType::kF32, {2, 5});
+  EXPECT_ERROR_CONTAINS(backend->gemm_fp8({x, w, w_scale, {}, 0, {}, short_y}), "but y is");
+}
+
 TEST(CpuGemmFp8, RejectsBadParams) {
   auto backend = make_cpu_backend();
   Tensor x(cpu_allocator(), DType::kBF16, {2, 256});

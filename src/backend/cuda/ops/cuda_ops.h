@@ -48,6 +48,8 @@ bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams&
 void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& p);
 // FP8 weights; larger M runs cuBLASLt's scaled FP8 matmul through `dense` (see gemm_fp8.cc).
 void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p);
+// Backend::gemm_fp8_rows: past 128 rows, whole tiles of 128 (see gemm_fp8.cc).
+int64_t gemm_fp8_rows(int64_t m);
 // Backend::repack_int4: brisk's row layout to Int4Layout::kTiles16 in place, where N % 16 == 0
 // and K % 128 == 0 (else the rows stay and kRows is returned).
 Int4Layout repack_int4(const OpContext& ctx, TensorView qweight);

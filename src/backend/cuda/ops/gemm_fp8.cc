@@ -1,8 +1,9 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
 // scales in scratch, then the product by the decode kernel (M <= 8), cuBLASLt's scaled FP8 matmul
-// (larger M: per-row scales, or 128 x 128 weight blocks where row_blocks, M % 4 == 0 and
-// K % 512 == 0), or the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0: M 9-64 with per-row scales,
-// and wherever cuBLASLt has no algorithm), else on CUDA cores (kernels/fp8/gemm_fp8.h).
+// (larger M: per-row scales, in whole tiles where y has room, or 128 x 128 weight blocks where
+// row_blocks, M % 4 == 0 and K % 512 == 0), or the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0:
+// M 9-64 with per-row scales, and wherever cuBLASLt has no algorithm), else on CUDA cores
+// (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -20,6 +21,11 @@ namespace {
 // kernel's M 8 (1.2-3.7x the wgmma kernel from M 16 on). H100, docs/perf/fp8.md.
 constexpr int64_t kPerRowCublasLtMinRows = 65;
 
+// cuBLASLt's per-row FP8 matmul has one configuration (128 x 128 tiles), and past the first tile of
+// rows a partial tile costs more than a whole one: gate_up 84.7 us at M 136 against 62.0 at M 256,
+// 115.5 at M 264 against 80.1 at M 384 (H100, docs/perf/fp8.md). Where y has room it runs whole tiles.
+constexpr int64_t kPerRowTileRows = 128;
+
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
   CUtensorMap map{};
@@ -34,6 +40,10 @@ CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows
 
 }  // namespace
 
+int64_t gemm_fp8_rows(int64_t m) {
+  return m > kPerRowTileRows ? (m + kPerRowTileRows - 1) / kPerRowTileRows * kPerRowTileRows : m;
+}
+
 void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   check_op_params(p, Device::kCuda);
   const int64_t m = p.x.size(0), n = p.weight.size(0), k = p.weight.size(1);
@@ -46,11 +56,15 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   // reading agrees) and leaves other M to the wgmma kernel.
   const bool blocks = p.block_size > 0;
   const GemmRunner::Fp8Scales scales = blocks ? GemmRunner::Fp8Scales::kBlocks128 : GemmRunner::Fp8Scales::kPerRow;
-  Tensor x_q(*ctx.allocator, DType::kF8E4M3, {m, k});  // freed on return: reuse is stream-ordered
+  // The rows cuBLASLt's per-row matmul runs: x_q's and x_scale's past m are left unset, their
+  // products land in y's room.
+  const int64_t rows = blocks ? m : std::min(p.y.size(0), gemm_fp8_rows(m));
+  const TensorView y = p.y.slice(0, 0, rows);
+  Tensor x_q(*ctx.allocator, DType::kF8E4M3, {rows, k});  // freed on return: reuse is stream-ordered
   const bool lt = !fp8_mma_supports(static_cast<int>(m), n, k) && k % 16 == 0 && n % 16 == 0 &&
                   (blocks ? p.row_blocks && k % 512 == 0 && m % 4 == 0 : m >= kPerRowCublasLtMinRows) &&
-                  dense.fp8_supported(x_q, p.weight, scales, p.bias, p.y);
-  Tensor x_scale(*ctx.allocator, DType::kF32, {m * groups});  // [m, groups], or [groups, m] for cuBLASLt's blocks
+                  dense.fp8_supported(x_q, p.weight, scales, p.bias, y);
+  Tensor x_scale(*ctx.allocator, DType::kF32, {rows * groups});  // [m, groups], or [groups, m] for cuBLASLt's blocks
   GemmFp8Args a;
   a.x = p.x.data();
   a.x_stride = p.x.stride(0);
@@ -79,7 +93,7 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
       launch_fp8_block_scales(a.weight_scale, n, groups, w_blocks.data_as<float>(), ctx.stream);
       w_scale = w_blocks.data_as<float>();
     }
-    dense.run_fp8(ctx, x_q, a.x_scale, p.weight, w_scale, scales, p.bias, p.y);
+    dense.run_fp8(ctx, x_q, a.x_scale, p.weight, w_scale, scales, p.bias, y);
     return;
   }
   if (fp8_mma_supports(a.m, n, k)) {
