@@ -5,9 +5,9 @@ time (gpu__time_duration) and DRAM bytes (dram__bytes_read / _write). ncu runs t
 at a time, so the sum is the step's kernel time without overlap; the step time `bench latency`
 reports without ncu, minus this sum, is what launches, dependencies and ramps cost.
 
-Kernels are grouped by name (template arguments dropped); steps are counted by the sampler's
-launches (one a step), and only kernels after the first of them count (start-up, the weights'
-generation and the first prefill are left out). Prints per group: calls per step, us per call, us per step, share, DRAM
+Kernels are grouped by name (template arguments dropped); steps end at the sampler's launch (one
+a step), and only the steps after the first of them without a prefill kernel count (start-up, the
+weights' generation and every prompt's prefill are left out). Prints per group: calls per step, us per call, us per step, share, DRAM
 GB/s while it runs; then the totals per step.
 
 Usage: python3 bench/ncu_summary.py RAW.csv [STEP_KERNEL]
@@ -31,7 +31,7 @@ def short_name(name):
         if ch == "<":
             depth += 1
         elif ch == ">":
-            depth -= 1
+            depth = max(depth - 1, 0)  # ncu may cut a name inside its scope: "unnamed>::kernel"
         elif depth == 0:
             out.append(ch)
         elif depth == 1 and not (first_arg and first_arg[-1] == ","):
@@ -60,6 +60,7 @@ def main():
 
     groups = defaultdict(lambda: [0, 0.0, 0.0])  # calls, us, bytes
     started = False
+    step = []  # (name, us, bytes) of the step so far
     for r in rows[header_at + 2:]:
         if len(r) <= max(col.values()):
             continue
@@ -72,10 +73,16 @@ def main():
             moved = sum(float(r[col[k]].replace(",", "")) * unit_scale[k] for k in (READ, WRITE) if k in col)
         except ValueError:
             continue
-        g = groups[name]
-        g[0] += 1
-        g[1] += us
-        g[2] += moved
+        step.append((name, us, moved))
+        if name != step_kernel:
+            continue
+        if not any("prefill" in n for n, _, _ in step):
+            for n, t, b in step:
+                g = groups[n]
+                g[0] += 1
+                g[1] += t
+                g[2] += b
+        step = []
     steps = groups.get(step_kernel, [0])[0]
     if steps == 0:
         print(f"no {step_kernel} launches: per-step figures cannot be formed; totals over the run follow")
