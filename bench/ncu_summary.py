@@ -7,8 +7,8 @@ reports without ncu, minus this sum, is what launches, dependencies and ramps co
 
 Kernels are grouped by name (template arguments dropped); steps end at the sampler's launch (one
 a step), and only the steps after the first of them without a prefill kernel count (start-up, the
-weights' generation and every prompt's prefill are left out). Prints per group: calls per step, us per call, us per step, share, DRAM
-GB/s while it runs; then the totals per step.
+weights' generation and every prompt's prefill are left out). Prints per group: calls per step, us
+per call, us per step, share, DRAM GB/s while it runs; then the totals per step.
 
 Usage: python3 bench/ncu_summary.py RAW.csv [STEP_KERNEL]
   STEP_KERNEL: the kernel launched once a step (default sample_kernel).
