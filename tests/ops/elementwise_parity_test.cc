@@ -64,10 +64,11 @@ void check_rms_norm(DType dtype, int64_t rows, int64_t dim, bool residual, bool 
 }
 
 TEST_P(Elementwise, RmsNorm) {
-  for (int64_t dim : {int64_t{8}, int64_t{100}, int64_t{4096}, int64_t{5120}}) {
+  for (int64_t dim : {int64_t{8}, int64_t{100}, int64_t{4096}, int64_t{5120}, int64_t{8192}, int64_t{8200}}) {
     for (bool residual : {false, true}) {
       check_rms_norm(GetParam(), 7, dim, residual, false);
       check_rms_norm(GetParam(), 3, dim, residual, true);
+      check_rms_norm(GetParam(), 80, dim, residual, false);  // past the decode rows' kernel
     }
   }
 }
@@ -192,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(DTypes, Elementwise, ::testing::Values(DType::kBF16, DT
 TEST(ElementwisePerf, Llama8B) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   Allocator& alloc = cuda_backend().allocator();
-  for (int64_t tokens : {int64_t{1}, int64_t{64}, int64_t{4096}}) {
+  for (int64_t tokens : {int64_t{1}, int64_t{8}, int64_t{64}, int64_t{168}, int64_t{512}, int64_t{4096}}) {
     const std::string t = std::to_string(tokens);
     Tensor x(alloc, DType::kBF16, {tokens, 4096}), res(alloc, DType::kBF16, {tokens, 4096});
     Tensor out(alloc, DType::kBF16, {tokens, 4096}), w(alloc, DType::kBF16, {4096});

@@ -14,13 +14,33 @@ namespace brisk::cuda {
 namespace {
 
 constexpr int kNormThreads = 256;
+// 8-element chunks of a row that rms_norm_cached_kernel keeps in each thread's registers.
+constexpr int kNormCachedChunks = 4;
+// Row counts up to which launch_rms_norm takes rms_norm_cached_kernel: decode steps, where the
+// kernel before is still running when it launches. Past them (serving batches, prefill) its
+// registers cost more occupancy than its early weight read gains (docs/perf/low_batch_decode.md).
+constexpr int64_t kNormCachedMaxRows = 64;
 constexpr int kRopeThreads = 128;
 constexpr int kMaxRopePairsPerLane = 8;  // head_dim <= 2 * 32 * 8 = 512
 
-// Pass 1 adds the residual (storing it rounded, then using the rounded value as the CPU
-// reference does) and sums squares; pass 2 re-reads the row (each thread its own elements,
-// which it wrote itself, so no barrier is needed for them) and writes the normalised output.
-// out may alias x: a thread reads x[i] before writing out[i] for the same i.
+// Elements [i, i + 8) of a vectorized row into v, with the residual added (stored, then used
+// rounded to its dtype as the CPU reference does).
+__device__ __forceinline__ void load_norm_chunk(const RmsNormArgs& a, const void* x, void* residual, int64_t i,
+                                                float (&v)[8]) {
+  load8(x, a.x_type, i, v);
+  if (residual == nullptr) return;
+  float res[8];
+  load8(residual, a.residual_type, i, res);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) res[j] += v[j];
+  store8(residual, a.residual_type, i, res);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = round_to(res[j], a.residual_type);
+}
+
+// Pass 1 adds the residual and sums squares; pass 2 re-reads the row (each thread its own
+// elements, which it wrote itself, so no barrier is needed for them) and writes the normalised
+// output. out may alias x: a thread reads x[i] before writing out[i] for the same i.
 __global__ void rms_norm_kernel(RmsNormArgs a) {
   pdl_wait();
   pdl_release();
@@ -34,16 +54,7 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
     if (a.vectorized) {
       for (int64_t i = threadIdx.x * 8; i < a.dim; i += blockDim.x * 8) {
         float v[8];
-        load8(x, a.x_type, i, v);
-        if (has_residual) {
-          float res[8];
-          load8(residual, a.residual_type, i, res);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) res[j] += v[j];
-          store8(residual, a.residual_type, i, res);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) v[j] = round_to(res[j], a.residual_type);
-        }
+        load_norm_chunk(a, x, residual, i, v);
 #pragma unroll
         for (int j = 0; j < 8; ++j) sum_squares += v[j] * v[j];
       }
@@ -76,6 +87,47 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
         const float v = load_one(src, src_type, i);
         store_one(out, a.out_type, i, v * inv_rms * load_one(a.weight, a.weight_type, i));
       }
+    }
+  }
+}
+
+// rms_norm_kernel for vectorized rows of at most kNormCachedChunks chunks a thread, as a decode
+// step's rows are: the weight (the model's, written at load time) is read before the
+// programmatic-dependent wait, so it arrives while the kernel before finishes, and the row stays
+// in registers between the passes, so the normalisation waits on no second read. The same
+// arithmetic in the same order as rms_norm_kernel.
+__global__ void __launch_bounds__(kNormThreads) rms_norm_cached_kernel(RmsNormArgs a) {
+  float w[kNormCachedChunks][8];
+#pragma unroll
+  for (int c = 0; c < kNormCachedChunks; ++c) {
+    const int64_t i = (threadIdx.x + int64_t{c} * kNormThreads) * 8;
+    if (i < a.dim) load8(a.weight, a.weight_type, i, w[c]);
+  }
+  pdl_wait();
+  pdl_release();
+  __shared__ float scratch[32];
+  for (int64_t r = blockIdx.x; r < a.num_rows; r += gridDim.x) {
+    const void* x = row_ptr(a.x, a.x_type, r, a.x_stride);
+    void* residual = a.residual != nullptr ? row_ptr(a.residual, a.residual_type, r, a.residual_stride) : nullptr;
+    void* out = row_ptr(a.out, a.out_type, r, a.out_stride);
+    float v[kNormCachedChunks][8];
+    float sum_squares = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kNormCachedChunks; ++c) {
+      const int64_t i = (threadIdx.x + int64_t{c} * kNormThreads) * 8;
+      if (i >= a.dim) break;
+      load_norm_chunk(a, x, residual, i, v[c]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum_squares += v[c][j] * v[c][j];
+    }
+    const float inv_rms = 1.0f / sqrtf(block_sum(sum_squares, scratch) / static_cast<float>(a.dim) + a.eps);
+#pragma unroll
+    for (int c = 0; c < kNormCachedChunks; ++c) {
+      const int64_t i = (threadIdx.x + int64_t{c} * kNormThreads) * 8;
+      if (i >= a.dim) break;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[c][j] = v[c][j] * inv_rms * w[c][j];
+      store8(out, a.out_type, i, v[c]);
     }
   }
 }
@@ -324,7 +376,11 @@ __global__ void rope_kv_append_vec_kernel(RopeKvAppendArgs a, int group_lanes_lo
 void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {
   if (a.num_rows == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(a.num_rows, 1 << 20));
-  launch_pdl(rms_norm_kernel, blocks, kNormThreads, 0, stream, a);
+  if (a.num_rows <= kNormCachedMaxRows && a.vectorized && a.dim <= int64_t{kNormCachedChunks} * 8 * kNormThreads) {
+    launch_pdl(rms_norm_cached_kernel, blocks, kNormThreads, 0, stream, a);
+  } else {
+    launch_pdl(rms_norm_kernel, blocks, kNormThreads, 0, stream, a);
+  }
 }
 
 void launch_rope_kv_append(const RopeKvAppendArgs& a, cudaStream_t stream) {
