@@ -62,15 +62,22 @@ __device__ __forceinline__ float key_float(uint32_t key) {
   return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
 }
 
-__device__ inline double block_sum_double(double value, SampleShared& sh) {
+// op over every thread's value, the warps' results combined from `identity` in warp order, so
+// every thread gets the same bits; warp_slots: kWarps values of SampleShared's scratch.
+template <typename T, typename Op>
+__device__ inline T block_reduce(T value, T identity, Op op, T* warp_slots) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
+  for (int offset = 16; offset > 0; offset >>= 1) value = op(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
   __syncthreads();
-  if (threadIdx.x % 32 == 0) sh.warp_double[threadIdx.x / 32] = value;
+  if (threadIdx.x % 32 == 0) warp_slots[threadIdx.x / 32] = value;
   __syncthreads();
-  double total = 0.0;
-  for (int w = 0; w < kWarps; ++w) total += sh.warp_double[w];  // same order in every thread
-  return total;
+  T result = identity;
+  for (int w = 0; w < kWarps; ++w) result = op(result, warp_slots[w]);
+  return result;
+}
+
+__device__ inline double block_sum_double(double value, SampleShared& sh) {
+  return block_reduce(value, 0.0, [](double a, double b) { return a + b; }, sh.warp_double);
 }
 
 // The sum of value over the threads before this one, and over all of them (total); warp_totals:
@@ -97,15 +104,7 @@ __device__ inline T block_exclusive_scan(T value, T* warp_totals, T& total) {
 }
 
 __device__ inline float block_max(float value, SampleShared& sh) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    value = fmaxf(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) sh.warp_float[threadIdx.x / 32] = value;
-  __syncthreads();
-  float result = -INFINITY;
-  for (int w = 0; w < kWarps; ++w) result = fmaxf(result, sh.warp_float[w]);
-  return result;
+  return block_reduce(value, -INFINITY, [](float a, float b) { return fmaxf(a, b); }, sh.warp_float);
 }
 
 // Calls fn(logit, index) for this thread's share of a row, its indices ascending. A 16-byte aligned
@@ -137,16 +136,8 @@ __device__ inline float row_max(const float* logits, int64_t vocab, SampleShared
 
 // The lowest of the threads' candidate indices whose value is max_value (INT32_MAX: none).
 __device__ inline int block_first_index_of(float value, int index, float max_value, SampleShared& sh) {
-  int candidate = (index != INT32_MAX && value == max_value) ? index : INT32_MAX;
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    candidate = min(candidate, __shfl_xor_sync(0xFFFFFFFFu, candidate, offset));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) sh.warp_int[threadIdx.x / 32] = candidate;
-  __syncthreads();
-  int result = INT32_MAX;
-  for (int w = 0; w < kWarps; ++w) result = min(result, sh.warp_int[w]);
-  return result;
+  const int candidate = (index != INT32_MAX && value == max_value) ? index : INT32_MAX;
+  return block_reduce(candidate, INT32_MAX, [](int a, int b) { return min(a, b); }, sh.warp_int);
 }
 
 // The first index of the largest value; 0 when every logit is -inf or NaN (the CPU's argmax
