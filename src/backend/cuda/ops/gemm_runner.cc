@@ -4,6 +4,7 @@
 
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
+#include "backend/cuda/kernels/streamk/gemm_streamk.h"
 #include "backend/cuda/ops/op_checks.h"
 #include "backend/cuda/runtime/cuda_check.h"
 #include "core/error.h"
@@ -11,15 +12,19 @@
 namespace brisk::cuda {
 namespace {
 
-// Decode-sized products of 16-bit operands go to the bandwidth-bound gemv kernel.
-bool gemv_fits(const GemmParams& p) {
-  const DType t = p.w.dtype();
-  auto aligned = [](const TensorView& v) {
-    return reinterpret_cast<uintptr_t>(v.data()) % 16 == 0 && v.stride(0) % 8 == 0;
-  };
-  return p.x.size(0) <= kGemvMaxM && (t == DType::kBF16 || t == DType::kF16) && p.x.dtype() == t &&
-         p.x.size(1) % 8 == 0 && aligned(p.x) && aligned(p.w);
+bool rows_aligned(const TensorView& v) {
+  return reinterpret_cast<uintptr_t>(v.data()) % 16 == 0 && v.stride(0) % 8 == 0;
 }
+
+// Both decode kernels take 16-bit x and w of one dtype with 16-byte aligned rows and K % 8 == 0.
+bool decode_operands(const GemmParams& p) {
+  const DType t = p.w.dtype();
+  return (t == DType::kBF16 || t == DType::kF16) && p.x.dtype() == t && p.x.size(1) % 8 == 0 &&
+         rows_aligned(p.x) && rows_aligned(p.w);
+}
+
+bool gemv_fits(const GemmParams& p) { return p.x.size(0) <= kGemvMaxM && decode_operands(p); }
+bool streamk_fits(const GemmParams& p) { return p.x.size(0) <= kStreamKMaxM && decode_operands(p); }
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
@@ -50,7 +55,10 @@ bool writable(DType operand_dtype, DType out_dtype) {
 }  // namespace
 
 GemmRunner::GemmRunner(Allocator& allocator)
-    : allocator_(allocator), workspace_(allocator, DType::kU8, {static_cast<int64_t>(kWorkspaceBytes)}) {
+    : allocator_(allocator),
+      workspace_(allocator, DType::kU8, {static_cast<int64_t>(kWorkspaceBytes)}),
+      streamk_flags_(allocator, DType::kI32, {kMaxStreamKGrid}) {
+  BRISK_CUDA_CHECK(cudaMemset(streamk_flags_.view().data(), 0, streamk_flags_.view().num_bytes()));
   BRISK_CUDA_CHECK(cublasLtCreate(&handle_));
 }
 
@@ -216,7 +224,35 @@ void GemmRunner::run_fp8(const OpContext& ctx, TensorView x_q, const float* x_sc
   launch(ctx, plan, x_q, w, bias, y);
 }
 
-void GemmRunner::run(const OpContext& ctx, const GemmParams& p) {
+GemmRunner::Path GemmRunner::route(const GemmParams& p) {
+  if (gemv_fits(p)) return Path::kGemv;
+  return Path::kCublasLt;
+}
+
+void GemmRunner::run_streamk(const OpContext& ctx, const GemmParams& p) {
+  StreamKArgs a;
+  a.m = p.x.size(0);
+  a.n = p.w.size(0);
+  a.k = p.x.size(1);
+  a.type = float_type(p.w.dtype());
+  a.bias = p.bias.empty() ? nullptr : p.bias.data();
+  a.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
+  a.y = p.y.data();
+  a.y_stride = p.y.stride(0);
+  a.y_type = float_type(p.y.dtype());
+  a.tokens = gemm_streamk_tokens(a.m);
+  a.grid = gemm_streamk_grid(a.n, a.k, std::min(ctx.num_sms, kMaxStreamKGrid));
+  BRISK_CHECK(a.grid * gemm_streamk_partial_floats(a.tokens) * 4 <= int64_t{kWorkspaceBytes},
+              "gemm stream-K: {} blocks' partials exceed the workspace", a.grid);
+  a.partials = static_cast<float*>(workspace_.view().data());
+  a.flags = streamk_flags_.data_as<int>();
+  const CUtensorMap w_map = gemm_streamk_tensor_map(p.w.data(), a.type, a.n, a.k, p.w.stride(0), kStreamKTileRows);
+  const CUtensorMap x_map = gemm_streamk_tensor_map(p.x.data(), a.type, a.m, a.k, p.x.stride(0), a.tokens);
+  std::lock_guard<std::mutex> lock(mutex_);  // the partials and flags serve one launch at a time
+  launch_gemm_streamk(a, w_map, x_map, ctx.stream);
+}
+
+void GemmRunner::run(const OpContext& ctx, const GemmParams& p, Path path) {
   check_op_params(p, Device::kCuda);
   const int64_t m = p.x.size(0), n = p.w.size(0), k = p.x.size(1);
   if (m == 0 || n == 0) return;
@@ -233,7 +269,16 @@ void GemmRunner::run(const OpContext& ctx, const GemmParams& p) {
     launch_bias(b, ctx.stream);
     return;
   }
-  if (gemv_fits(p)) {
+  if (path == Path::kAuto) path = route(p);
+  BRISK_CHECK(path != Path::kGemv || gemv_fits(p), "gemm: the gemv cannot take x {} * w {}^T", p.x.describe(),
+              p.w.describe());
+  BRISK_CHECK(path != Path::kStreamK || streamk_fits(p), "gemm: the stream-K kernel cannot take x {} * w {}^T",
+              p.x.describe(), p.w.describe());
+  if (path == Path::kStreamK) {
+    run_streamk(ctx, p);
+    return;
+  }
+  if (path == Path::kGemv) {
     GemvArgs g;
     g.x = p.x.data();
     g.x_stride = p.x.stride(0);

@@ -1,6 +1,7 @@
-// gemm: y = x w^T (+ bias), fp32 accumulation, output in y's dtype. Decode-sized products (M <=
-// kGemvMaxM, 16-bit x and w of one dtype, aligned) run brisk's gemv kernel (kernels/gemv.cu);
-// everything else runs cuBLASLt (CUBLAS_COMPUTE_32F). Matmul descriptors, layouts and the heuristic's algorithm are cached per shape,
+// gemm: y = x w^T (+ bias), fp32 accumulation, output in y's dtype. Decode-sized products of
+// 16-bit x and w of one dtype (aligned rows) run brisk's kernels: the gemv (kernels/gemv.cu) or
+// the stream-K GEMM (kernels/streamk/gemm_streamk.h), as route() chooses; everything else runs
+// cuBLASLt (CUBLAS_COMPUTE_32F). Matmul descriptors, layouts and the heuristic's algorithm are cached per shape,
 // strides, dtypes and pointer alignments, so a warm step loop only calls cublasLtMatmul.
 //
 // FP8 (run_fp8): e4m3 x and w with cuBLASLt's scaled matmul (sums promoted to fp32, no fast
@@ -35,13 +36,19 @@ namespace brisk::cuda {
 class GemmRunner {
  public:
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+  static constexpr int kMaxStreamKGrid = 1024;
 
   explicit GemmRunner(Allocator& allocator);
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
 
-  void run(const OpContext& ctx, const GemmParams& p);
+  // Which kernel runs a product: kAuto is route()'s choice; the others (for parity tests and
+  // benchmarks) run that kernel where it can take the operands, else throw.
+  enum class Path { kAuto, kGemv, kStreamK, kCublasLt };
+  void run(const OpContext& ctx, const GemmParams& p, Path path = Path::kAuto);
+  // The kernel kAuto picks for these operands.
+  static Path route(const GemmParams& p);
 
   enum class Fp8Scales { kPerRow = 1, kBlocks128 = 2 };
   // Whether cuBLASLt has an algorithm for run_fp8 with these operands (and their bias in y's dtype).
@@ -73,10 +80,12 @@ class GemmRunner {
                  TensorView d, bool with_bias);
   void launch(const OpContext& ctx, Plan& plan, TensorView x, TensorView w, TensorView bias, TensorView d);
   static void destroy(Plan& plan);
+  void run_streamk(const OpContext& ctx, const GemmParams& p);
 
   Allocator& allocator_;
   cublasLtHandle_t handle_ = nullptr;
-  Tensor workspace_;  // [kWorkspaceBytes] u8
+  Tensor workspace_;  // [kWorkspaceBytes] u8: cuBLASLt's, or the stream-K kernel's partials
+  Tensor streamk_flags_;  // [kMaxStreamKGrid] i32, zero between stream-K launches
   std::mutex mutex_;
   std::map<Key, Plan> plans_;
 };

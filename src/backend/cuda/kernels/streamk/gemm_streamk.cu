@@ -1,0 +1,254 @@
+// The stream-K GEMM (gemm_streamk.h). Warp roles as the W4A16 and FP8 wgmma kernels': a producer
+// thread fills a ring of stages (a 64-K panel of the tile's 128 weight rows and of the tokens'
+// x, by TMA) across all of the block's units; two consumer warpgroups run m64nNk16 wgmmas from
+// shared memory, each over its 64 weight rows, and release a stage once its MMAs completed.
+// Programmatic dependent launch: the first ring round's weights are requested before the kernel
+// ahead finishes; x, y, the partials and the flags are touched only after it has.
+#include <cstdint>
+
+#include "backend/cuda/kernels/dynamic_shared_memory.cuh"
+#include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/hopper_async.cuh"
+#include "backend/cuda/kernels/mma_common.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/streamk/gemm_streamk.h"
+#include "backend/cuda/kernels/w4a16/wgmma_mainloop.cuh"
+#include "backend/cuda/runtime/cuda_check.h"
+
+namespace brisk::cuda {
+namespace {
+
+constexpr int kPanelBytes = kStreamKChunk * 2;  // a row's 64 16-bit K values
+
+template <int kTokens>
+struct StreamKLayout {
+  static constexpr int kWeightBytes = kStreamKTileRows * kPanelBytes;
+  static constexpr int kXBytes = kTokens * kPanelBytes;
+  static constexpr int kStageBytes = kWeightBytes + kXBytes;
+  static constexpr int kStages = (200 * 1024) / kStageBytes < 12 ? (200 * 1024) / kStageBytes : 12;
+  static constexpr int kBarrierOffset = kStages * kStageBytes;
+  static constexpr int kSharedBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + alignment slack
+  static_assert(kXBytes % 1024 == 0, "panels must stay 1024-byte aligned");
+  static_assert(kSharedBytes <= 227 * 1024, "the ring must fit one SM's shared memory");
+};
+template <int kTokens>
+using StreamKRing = StageRing<StreamKLayout<kTokens>, StreamKLayout<kTokens>::kStages>;
+
+// The units (tile, chunk), tile-major, and block b's share of them.
+struct StreamKUnits {
+  int64_t chunks, total;
+  int grid;
+
+  __device__ __forceinline__ explicit StreamKUnits(const StreamKArgs& a)
+      : chunks((a.k + kStreamKChunk - 1) / kStreamKChunk),
+        total((a.n + kStreamKTileRows - 1) / kStreamKTileRows * chunks),
+        grid(a.grid) {}
+  __device__ __forceinline__ int64_t begin(int64_t b) const { return total * b / grid; }
+  // f(tile, first chunk, end chunk) for each tile the block's units touch, in order.
+  template <class F>
+  __device__ __forceinline__ void for_each_segment(int b, F f) const {
+    const int64_t end = begin(b + 1);
+    for (int64_t u = begin(b); u < end;) {
+      const int64_t tile = u / chunks;
+      const int c0 = static_cast<int>(u - tile * chunks);
+      const int c1 = static_cast<int>(min(chunks, c0 + (end - u)));
+      f(tile, c0, c1);
+      u += c1 - c0;
+    }
+  }
+};
+
+template <int kTokens>
+__device__ __forceinline__ void streamk_produce(const CUtensorMap* w_map, const CUtensorMap* x_map,
+                                                const StreamKRing<kTokens>& ring, const StreamKUnits& units) {
+  using L = StreamKLayout<kTokens>;
+  hopper::tma_prefetch_descriptor(w_map);
+  hopper::tma_prefetch_descriptor(x_map);
+  // Pass 0: the first ring round's weights (independent of the kernel ahead); pass 1: x for
+  // those, then both for the rest, each stage once its consumers released it.
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) pdl_wait();
+    int i = 0;
+    units.for_each_segment(blockIdx.x, [&](int64_t tile, int c0, int c1) {
+      for (int c = c0; c < c1; ++c, ++i) {
+        const int s = i % L::kStages;
+        const uint32_t stage = ring.address + s * L::kStageBytes, bar = ring.full_bar + 8 * s;
+        const bool first_round = i < L::kStages;
+        if (pass == 0 && !first_round) return;
+        if (pass == 0 || !first_round) {
+          if (!first_round) hopper::mbarrier_wait(ring.empty_bar + 8 * s, ((i / L::kStages) & 1) ^ 1);
+          hopper::mbarrier_arrive_expect_tx(bar, L::kStageBytes);
+          hopper::tma_load_2d(stage, w_map, c * kStreamKChunk, static_cast<int>(tile * kStreamKTileRows), bar);
+        }
+        if (pass == 1) hopper::tma_load_2d(stage + L::kWeightBytes, x_map, c * kStreamKChunk, 0, bar);
+      }
+    });
+  }
+}
+
+__device__ __forceinline__ void release_flag(int* flag) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(flag), "r"(1) : "memory");
+}
+__device__ __forceinline__ int acquire_flag(const int* flag) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+
+// The consumers' epilogue of a segment of `tile`: a block that did not start the tile hands its
+// sums to the tile's finisher; the finisher (chunk 0 on) adds the partials of the blocks after
+// it that share the tile and stores y. Consumer thread ct holds acc[i] at partials[i * 256 + ct].
+template <int kTokens>
+__device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const StreamKUnits& units, int64_t tile,
+                                               int c0, int c1, float (&acc)[kTokens / 2]) {
+  constexpr int kValues = kTokens / 2;
+  const int ct = threadIdx.x;  // 0..255
+  const int64_t partial_floats = gemm_streamk_partial_floats(kTokens);
+  if (c0 > 0) {
+    float* out = a.partials + blockIdx.x * partial_floats;
+#pragma unroll
+    for (int i = 0; i < kValues; ++i) __stcg(out + i * 256 + ct, acc[i]);
+    __threadfence();
+    hopper::named_barrier_sync(1, 256);
+    if (ct == 0) release_flag(a.flags + blockIdx.x);
+    return;
+  }
+  if (c1 < units.chunks) {
+    const int64_t tile_end = (tile + 1) * units.chunks;
+    for (int b = blockIdx.x + 1; b < units.grid && units.begin(b) < tile_end; ++b) {
+      if (ct == 0) {
+        while (acquire_flag(a.flags + b) == 0) {
+        }
+        a.flags[b] = 0;  // for the next launch, which touches flags only after this one completed
+      }
+      hopper::named_barrier_sync(1, 256);
+      const float* in = a.partials + b * partial_floats;
+#pragma unroll
+      for (int i = 0; i < kValues; ++i) acc[i] += __ldcg(in + i * 256 + ct);
+    }
+  }
+  // acc[4 j + 2 h + e]: weight row 16 warp + 8 h + g of the warpgroup's 64, token 8 j + 2 t + e.
+  // The rows' addresses advance by 8 tokens a step (materialising every token's address spills).
+  const int wg = ct / 128, warp = (ct / 32) % 4, lane = ct % 32, g = lane / 4, t = lane % 4;
+  const int64_t row0 = tile * kStreamKTileRows + 64 * wg + 16 * warp + g;
+  const int64_t token_bytes = a.y_stride * float_type_bytes(a.y_type);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row = row0 + 8 * h;
+    if (row >= a.n) continue;
+    const float bias = a.bias != nullptr ? load_one(a.bias, a.bias_type, row) : 0.0f;
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      char* p = static_cast<char*>(a.y) + (2 * t + e) * token_bytes;
+#pragma unroll
+      for (int j = 0; j < kTokens / 8; ++j) {
+        if (8 * j + 2 * t + e < a.m) store_one(p, a.y_type, row, acc[4 * j + 2 * h + e] + bias);
+        p += 8 * token_bytes;
+      }
+    }
+  }
+}
+
+template <int kTokens, FloatType kType>
+__global__ void __launch_bounds__(kWgmmaThreads, 1)
+    gemm_streamk_kernel(const StreamKArgs a, const __grid_constant__ CUtensorMap w_map,
+                        const __grid_constant__ CUtensorMap x_map) {
+  using L = StreamKLayout<kTokens>;
+  extern __shared__ uint8_t shared_raw[];
+  const StreamKRing<kTokens> ring(shared_raw);
+  const StreamKUnits units(a);
+  if (threadIdx.x == 0) ring.init();
+  __syncthreads();
+
+  if (threadIdx.x >= 256) {  // the producer warpgroup: one thread issues the copies
+    hopper::registers_decrease<kWgmmaProducerRegisters>();
+    if (threadIdx.x == 256) streamk_produce<kTokens>(&w_map, &x_map, ring, units);
+    return;
+  }
+
+  hopper::registers_increase<kWgmmaConsumerRegisters>();
+  const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  pdl_wait();  // y and the partials
+  const int64_t last_unit = units.begin(blockIdx.x + 1) - 1;
+  int i = 0;
+  units.for_each_segment(blockIdx.x, [&](int64_t tile, int c0, int c1) {
+    float acc[kTokens / 2];
+    auto release = [&](int chunk_index) {
+      hopper::fence_registers(acc);
+      __syncwarp();
+      if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (chunk_index % L::kStages));
+    };
+    for (int c = c0; c < c1; ++c, ++i) {
+      const int s = i % L::kStages;
+      const uint32_t stage = ring.address + s * L::kStageBytes;
+      hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
+      const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
+      const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        hopper::Wgmma<kTokens, kType>::ss(acc, hopper::smem_descriptor_advance(w_desc, ks * 32),
+                                          hopper::smem_descriptor_advance(x_desc, ks * 32), c > c0 || ks > 0);
+      }
+      hopper::wgmma_commit();
+      if (c > c0) {
+        hopper::wgmma_wait<1>();
+        release(i - 1);
+      }
+    }
+    hopper::wgmma_wait<0>();
+    release(i - 1);
+    if (tile * units.chunks + c1 - 1 == last_unit) pdl_release();  // the block's last MMAs are done
+    streamk_finish<kTokens>(a, units, tile, c0, c1, acc);
+  });
+}
+
+template <int kTokens, FloatType kType>
+void launch_instance(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
+  constexpr auto kernel = gemm_streamk_kernel<kTokens, kType>;
+  allow_dynamic_shared_memory<kernel>(StreamKLayout<kTokens>::kSharedBytes);
+  launch_pdl(kernel, dim3(static_cast<unsigned>(a.grid)), dim3(kWgmmaThreads), StreamKLayout<kTokens>::kSharedBytes,
+             stream, a, w_map, x_map);
+}
+
+template <FloatType kType>
+void launch_for_type(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
+  switch (a.tokens) {
+    case 16: return launch_instance<16, kType>(a, w_map, x_map, stream);
+    case 32: return launch_instance<32, kType>(a, w_map, x_map, stream);
+    case 64: return launch_instance<64, kType>(a, w_map, x_map, stream);
+    case 128: return launch_instance<128, kType>(a, w_map, x_map, stream);
+    case 160: return launch_instance<160, kType>(a, w_map, x_map, stream);
+    case 192: return launch_instance<192, kType>(a, w_map, x_map, stream);
+    default: return launch_instance<256, kType>(a, w_map, x_map, stream);
+  }
+}
+
+}  // namespace
+
+int gemm_streamk_tokens(int64_t m) {
+  for (int tokens : {16, 32, 64, 128, 160, 192, 256})
+    if (m <= tokens) return tokens;
+  return 0;
+}
+
+int gemm_streamk_grid(int64_t n, int64_t k, int num_sms) {
+  const int64_t units = (n + kStreamKTileRows - 1) / kStreamKTileRows * ((k + kStreamKChunk - 1) / kStreamKChunk);
+  return static_cast<int>(units < num_sms ? units : num_sms);
+}
+
+void launch_gemm_streamk(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map,
+                         cudaStream_t stream) {
+  if (a.m == 0 || a.n == 0) return;
+  if (a.tokens != gemm_streamk_tokens(a.m) || a.grid <= 0) {
+    check(cudaErrorInvalidValue, "gemm stream-K: tokens or grid not as planned", __FILE__, __LINE__);
+  }
+  if (a.type == FloatType::kF16) {
+    launch_for_type<FloatType::kF16>(a, w_map, x_map, stream);
+  } else {
+    launch_for_type<FloatType::kBF16>(a, w_map, x_map, stream);
+  }
+  BRISK_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace brisk::cuda

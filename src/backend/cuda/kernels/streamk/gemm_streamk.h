@@ -1,0 +1,55 @@
+// Stream-K GEMM for decode batches: y = x w^T (+ bias) for M <= kStreamKMaxM rows of 16-bit x and
+// w of one dtype. The weights are the wgmma's A (128 rows a tile, two consumer warpgroups of 64),
+// the batch's tokens its N (one token tile: all of M), both copied by TMA in 64-K panels. One
+// block per SM walks an equal share of the (tile, 64-K chunk) units, crossing tile boundaries, so
+// every SM streams the same number of weight bytes however few tiles N makes (qkv and o_proj at
+// 48 and 32 tiles of 128 rows leave most SMs idle in a tile-per-block kernel). A tile shared by
+// several blocks is finished by the block holding its first chunks (it reaches that tile last):
+// the others write their fp32 sums to `partials` and raise their flag, the finisher adds them in
+// block order (deterministic for a given M, N, K and grid) and stores y.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/kernels/launch.h"
+
+namespace brisk::cuda {
+
+inline constexpr int kStreamKMaxM = 256;
+inline constexpr int kStreamKTileRows = 128;  // weight rows of a tile
+inline constexpr int kStreamKChunk = 64;      // K values of a unit (one 128-byte panel row)
+
+struct StreamKArgs {
+  int64_t m = 0, n = 0, k = 0;
+  FloatType type = FloatType::kBF16;  // x's and w's
+  const void* bias = nullptr;         // optional [n]
+  FloatType bias_type = FloatType::kF32;
+  void* y = nullptr;                  // [m, n]
+  int64_t y_stride = 0;
+  FloatType y_type = FloatType::kBF16;
+  float* partials = nullptr;          // [grid, gemm_streamk_partial_floats(tokens)]
+  int* flags = nullptr;               // [grid], zero between launches (each finisher resets those it read)
+  int grid = 0;                       // blocks: at most one per SM (they wait on each other)
+  int tokens = 0;                     // gemm_streamk_tokens(m)
+};
+
+// The token tile (the wgmma's N) for m rows: the smallest instance holding them; 0 past kStreamKMaxM.
+int gemm_streamk_tokens(int64_t m);
+// fp32 values of one block's partial tile.
+__host__ __device__ inline int64_t gemm_streamk_partial_floats(int tokens) { return int64_t{kStreamKTileRows} * tokens; }
+// Blocks for a problem on num_sms SMs: one per SM, fewer when there are fewer units.
+int gemm_streamk_grid(int64_t n, int64_t k, int num_sms);
+
+// Tensor maps over w [n, k] (boxes of 64 K x kStreamKTileRows rows) and x [m, k] (64 K x tokens
+// rows): 128-byte swizzle, rows past the tensor read as zeros. Rows `stride` elements apart,
+// 16-byte aligned.
+CUtensorMap gemm_streamk_tensor_map(const void* base, FloatType type, int64_t rows, int64_t k, int64_t stride,
+                                    int box_rows);
+
+void launch_gemm_streamk(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map,
+                         cudaStream_t stream);
+
+}  // namespace brisk::cuda
