@@ -1,8 +1,9 @@
-// gemm (the gemv kernel for M <= 2 with 16-bit operands, cuBLASLt otherwise): CUDA against the
-// CPU reference on the same rounded inputs, the CPU writing f32. Both accumulate in fp32 in
-// different orders; inputs are uniform in [-1, 1], so the accumulated difference stays below
-// 1e-4 * sqrt(K). Tolerance: |cuda - cpu| <= atol + rtol * |cpu| with atol = 2e-4 * sqrt(K) and
-// rtol = one rounding of y's dtype (bf16 1/128, f16 1/1024, f32 1e-5).
+// gemm (GemmRunner::route: the gemv for M <= 2 and the stream-K kernel up to 16 rows with 16-bit
+// operands, cuBLASLt otherwise): CUDA against the CPU reference on the same rounded inputs, the
+// CPU writing f32. Both accumulate in fp32 in different orders; inputs are uniform in [-1, 1], so
+// the accumulated difference stays below 1e-4 * sqrt(K). Tolerance: |cuda - cpu| <= atol + rtol *
+// |cpu| with atol = 2e-4 * sqrt(K) and rtol = one rounding of y's dtype (bf16 1/128, f16 1/1024,
+// f32 1e-5).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,7 +69,7 @@ TEST(Gemm, MatchesCpu) {
       {2, 257, 520, bf16, bf16, f32, true, false},
       {2, 1001, 8, f16, f16, f32, false, true},
       {2, 3, 264, bf16, bf16, bf16, true, false},
-      // cuBLASLt at decode batches just above gemv's.
+      // Decode batches just above gemv's (the stream-K kernel).
       {3, 6144, 4096, bf16, bf16, bf16, true, false},
       {8, 1001, 8, f16, f16, f32, false, true},
   };

@@ -100,9 +100,11 @@ TEST(Gemm, StreamKMatchesCpu) {
 TEST(Gemm, StreamKRejectsWhatItCannotTake) {
   Allocator& alloc = cuda_backend().allocator();
   Tensor x(alloc, DType::kBF16, {257, 64}), w(alloc, DType::kBF16, {64, 64}), y(alloc, DType::kBF16, {257, 64});
-  EXPECT_ERROR_CONTAINS(stream_runner().run({x, w, {}, y}, GemmRunner::Path::kStreamK), "stream-K kernel cannot take");
+  EXPECT_ERROR_CONTAINS(stream_runner().run({x, w, {}, y}, GemmRunner::Path::kStreamK),
+                        "stream-K kernel cannot take");
   Tensor xf(alloc, DType::kF32, {4, 64}), yf(alloc, DType::kBF16, {4, 64});
-  EXPECT_ERROR_CONTAINS(stream_runner().run({xf, w, {}, yf}, GemmRunner::Path::kStreamK), "stream-K kernel cannot take");
+  EXPECT_ERROR_CONTAINS(stream_runner().run({xf, w, {}, yf}, GemmRunner::Path::kStreamK),
+                        "stream-K kernel cannot take");
 }
 
 // Microseconds a call of path, the calls recorded into one graph on the runner's stream and

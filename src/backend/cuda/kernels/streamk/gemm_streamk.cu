@@ -3,7 +3,8 @@
 // x, by TMA) across all of the block's units; two consumer warpgroups run m64nNk16 wgmmas from
 // shared memory, each over its 64 weight rows, and release a stage once its MMAs completed.
 // Programmatic dependent launch: the first ring round's weights are requested before the kernel
-// ahead finishes; x, y, the partials and the flags are touched only after it has.
+// ahead finishes; x, y, the partials and the flags are touched only after it has; the kernel
+// after may launch once every block got past that wait.
 #include <cstdint>
 
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
@@ -108,20 +109,25 @@ __device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const Strea
     float* out = a.partials + blockIdx.x * partial_floats;
 #pragma unroll
     for (int i = 0; i < kValues; ++i) __stcg(out + i * 256 + ct, acc[i]);
-    __threadfence();
-    hopper::named_barrier_sync(1, 256);
+    hopper::named_barrier_sync(1, 256);  // every consumer's stores precede the release (cumulative)
     if (ct == 0) release_flag(a.flags + blockIdx.x);
     return;
   }
   if (c1 < units.chunks) {
+    // The blocks after this one whose units start inside the tile: all flags first, then their
+    // partials in block order.
     const int64_t tile_end = (tile + 1) * units.chunks;
-    for (int b = blockIdx.x + 1; b < units.grid && units.begin(b) < tile_end; ++b) {
-      if (ct == 0) {
+    int last = blockIdx.x;
+    while (last + 1 < units.grid && units.begin(last + 1) < tile_end) ++last;
+    if (ct == 0) {
+      for (int b = blockIdx.x + 1; b <= last; ++b) {
         while (acquire_flag(a.flags + b) == 0) {
         }
         a.flags[b] = 0;  // for the next launch, which touches flags only after this one completed
       }
-      hopper::named_barrier_sync(1, 256);
+    }
+    hopper::named_barrier_sync(1, 256);
+    for (int b = blockIdx.x + 1; b <= last; ++b) {
       const float* in = a.partials + b * partial_floats;
 #pragma unroll
       for (int i = 0; i < kValues; ++i) acc[i] += __ldcg(in + i * 256 + ct);
@@ -169,7 +175,9 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
   hopper::registers_increase<kWgmmaConsumerRegisters>();
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   pdl_wait();  // y and the partials
-  const int64_t last_unit = units.begin(blockIdx.x + 1) - 1;
+  // The next kernel may launch now: its blocks take an SM as soon as this kernel's block there
+  // exits (one block an SM: the ring and the registers), not after the last block's MMAs.
+  pdl_release();
   int i = 0;
   units.for_each_segment(blockIdx.x, [&](int64_t tile, int c0, int c1) {
     float acc[kTokens / 2];
@@ -198,7 +206,6 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
     }
     hopper::wgmma_wait<0>();
     release(i - 1);
-    if (tile * units.chunks + c1 - 1 == last_unit) pdl_release();  // the block's last MMAs are done
     streamk_finish<kTokens>(a, units, tile, c0, c1, acc);
   });
 }

@@ -31,7 +31,7 @@ struct StreamKArgs {
   int64_t y_stride = 0;
   FloatType y_type = FloatType::kBF16;
   float* partials = nullptr;          // [grid, gemm_streamk_partial_floats(tokens)]
-  int* flags = nullptr;               // [grid], zero between launches (each finisher resets those it read)
+  int* flags = nullptr;               // [grid], zero between launches: finishers reset what they read
   int grid = 0;                       // blocks: at most one per SM (they wait on each other)
   int tokens = 0;                     // gemm_streamk_tokens(m)
 };
@@ -39,7 +39,9 @@ struct StreamKArgs {
 // The token tile (the wgmma's N) for m rows: the smallest instance holding them; 0 past kStreamKMaxM.
 int gemm_streamk_tokens(int64_t m);
 // fp32 values of one block's partial tile.
-__host__ __device__ inline int64_t gemm_streamk_partial_floats(int tokens) { return int64_t{kStreamKTileRows} * tokens; }
+__host__ __device__ inline int64_t gemm_streamk_partial_floats(int tokens) {
+  return int64_t{kStreamKTileRows} * tokens;
+}
 // Blocks for a problem on num_sms SMs: one per SM, fewer when there are fewer units.
 int gemm_streamk_grid(int64_t n, int64_t k, int num_sms);
 
