@@ -10,7 +10,7 @@ out; this script is where that spelling lives.
 import pathlib
 import sys
 
-SHAPES = (16, 32, 64, 128, 160, 192, 256)
+SHAPES = (16, 32, 64, 128, 256)
 TYPES = (("kBF16", "bf16"), ("kF16", "f16"))
 KERNELS = pathlib.Path(__file__).resolve().parent.parent / "src/backend/cuda/kernels"
 OUT = KERNELS / "hopper_wgmma_atoms.cuh"

@@ -223,18 +223,14 @@ void launch_for_type(const StreamKArgs& a, const CUtensorMap& w_map, const CUten
   switch (a.tokens) {
     case 16: return launch_instance<16, kType>(a, w_map, x_map, stream);
     case 32: return launch_instance<32, kType>(a, w_map, x_map, stream);
-    case 64: return launch_instance<64, kType>(a, w_map, x_map, stream);
-    case 128: return launch_instance<128, kType>(a, w_map, x_map, stream);
-    case 160: return launch_instance<160, kType>(a, w_map, x_map, stream);
-    case 192: return launch_instance<192, kType>(a, w_map, x_map, stream);
-    default: return launch_instance<256, kType>(a, w_map, x_map, stream);
+    default: return launch_instance<64, kType>(a, w_map, x_map, stream);
   }
 }
 
 }  // namespace
 
 int gemm_streamk_tokens(int64_t m) {
-  for (int tokens : {16, 32, 64, 128, 160, 192, 256})
+  for (int tokens : {16, 32, 64})
     if (m <= tokens) return tokens;
   return 0;
 }

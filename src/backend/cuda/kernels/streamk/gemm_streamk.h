@@ -18,7 +18,7 @@
 
 namespace brisk::cuda {
 
-inline constexpr int kStreamKMaxM = 256;
+inline constexpr int kStreamKMaxM = 64;
 inline constexpr int kStreamKTileRows = 128;  // weight rows of a tile
 inline constexpr int kStreamKChunk = 64;      // K values of a unit (one 128-byte panel row)
 
