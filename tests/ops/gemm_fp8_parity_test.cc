@@ -108,6 +108,11 @@ TEST(GemmFp8, MatchesCpu) {
       {150, 256, 1024, 0, false, true, false, bf16, bf16, false, true},
       {300, 512, 2048, 0, true, false, true, f16, f32, false, true},
       {200, 272, 1024, 128, false, false, false, bf16, bf16, true, true},
+      // The stream-K kernel (per-channel scales, M 9-16): tiles split over blocks, N tails, a K
+      // tail past the last 128-K chunk.
+      {12, 200, 1040, 0, false, true, false, bf16, bf16},
+      {16, 128, 14336, 0, false, false, false, bf16, f32},
+      {9, 272, 1152, 0, true, true, true, f16, f16},
       // The decode kernel (M <= 8, same sizes): a full and partial token tile, K of fewer
       // groups than warps and of a partial round of groups, every scale form.
       {1, 4096, 4096, 0, false, false, false, bf16, bf16},

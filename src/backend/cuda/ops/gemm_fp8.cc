@@ -1,8 +1,9 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
-// scales in scratch, then the product by the decode kernel (M <= 8), cuBLASLt's scaled FP8 matmul
+// scales in scratch, then the product by the decode kernel (M <= 8), the stream-K kernel
+// (per-channel scales, M 9-16), cuBLASLt's scaled FP8 matmul
 // (larger M: per-row scales, in whole tiles where y has room, or 128 x 128 weight blocks where
 // row_blocks, M % 4 == 0 and K % 512 == 0), or the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0:
-// M 9-64 with per-row scales, and wherever cuBLASLt has no algorithm), else on CUDA cores
+// M 17-64 with per-row scales, and wherever cuBLASLt has no algorithm), else on CUDA cores
 // (kernels/fp8/gemm_fp8.h).
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
@@ -25,6 +26,12 @@ constexpr int64_t kPerRowCublasLtMinRows = 65;
 // rows a partial tile costs more than a whole one: gate_up 84.7 us at M 136 against 62.0 at M 256,
 // 115.5 at M 264 against 80.1 at M 384 (H100, docs/perf/fp8.md). Where y has room it runs whole tiles.
 constexpr int64_t kPerRowTileRows = 128;
+
+// Per-channel scales at M 9-16 run the stream-K kernel (every SM streams an equal share of the
+// weights, where the wgmma kernel's 128-row tiles leave most SMs idle on the short projections);
+// up to M 8 the decode kernel is faster: FP8's short GEMMs (8-12 us) do not carry stream-K's
+// fixed cost of a few us (docs/perf/fp8.md).
+constexpr int64_t kStreamKMinRows = kFp8MmaMaxRows + 1, kStreamKMaxRows = 16;
 
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
@@ -85,6 +92,23 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   a.k = k;
   a.block_size = p.block_size;
   launch_quantize_fp8_rows(a, ctx.stream);
+  if (!lt && !blocks && groups == 1 && m >= kStreamKMinRows && m <= kStreamKMaxRows && k % 16 == 0) {
+    StreamKArgs s;
+    s.m = m;
+    s.n = n;
+    s.k = k;
+    s.operands = StreamKOperands::kE4M3;
+    s.x_scale = a.x_scale;
+    s.w_scale = a.weight_scale;
+    s.bias = a.bias;
+    s.bias_type = a.bias_type;
+    s.y = a.y;
+    s.y_stride = a.y_stride;
+    s.y_type = a.y_type;
+    dense.launch_streamk(ctx, s, panel_map(a.weight, n, k, kStreamKTileRows, "weight"),
+                         panel_map(a.x_q, m, k, gemm_streamk_tokens(m), "x"));
+    return;
+  }
   if (lt) {
     Tensor w_blocks;
     const float* w_scale = a.weight_scale;

@@ -235,27 +235,34 @@ GemmRunner::Path GemmRunner::route(const GemmParams& p) {
   return Path::kCublasLt;
 }
 
+void GemmRunner::launch_streamk(const OpContext& ctx, StreamKArgs a, const CUtensorMap& w_map,
+                                const CUtensorMap& x_map) {
+  a.tokens = gemm_streamk_tokens(a.m);
+  a.grid = gemm_streamk_grid(a.n, a.k, a.operands, std::min(ctx.num_sms, kMaxStreamKGrid));
+  BRISK_CHECK(a.grid * gemm_streamk_partial_floats(a.tokens) * 4 <= int64_t{kWorkspaceBytes},
+              "gemm stream-K: {} blocks' partials exceed the workspace", a.grid);
+  a.partials = static_cast<float*>(workspace_.view().data());
+  a.flags = streamk_flags_.data_as<int>();
+  std::lock_guard<std::mutex> lock(mutex_);  // the partials and flags serve one launch at a time
+  launch_gemm_streamk(a, w_map, x_map, ctx.stream);
+}
+
 void GemmRunner::run_streamk(const OpContext& ctx, const GemmParams& p) {
   StreamKArgs a;
   a.m = p.x.size(0);
   a.n = p.w.size(0);
   a.k = p.x.size(1);
-  a.type = float_type(p.w.dtype());
+  const FloatType type = float_type(p.w.dtype());
+  a.operands = type == FloatType::kF16 ? StreamKOperands::kF16 : StreamKOperands::kBF16;
   a.bias = p.bias.empty() ? nullptr : p.bias.data();
   a.bias_type = p.bias.empty() ? FloatType::kF32 : float_type(p.bias.dtype());
   a.y = p.y.data();
   a.y_stride = p.y.stride(0);
   a.y_type = float_type(p.y.dtype());
-  a.tokens = gemm_streamk_tokens(a.m);
-  a.grid = gemm_streamk_grid(a.n, a.k, std::min(ctx.num_sms, kMaxStreamKGrid));
-  BRISK_CHECK(a.grid * gemm_streamk_partial_floats(a.tokens) * 4 <= int64_t{kWorkspaceBytes},
-              "gemm stream-K: {} blocks' partials exceed the workspace", a.grid);
-  a.partials = static_cast<float*>(workspace_.view().data());
-  a.flags = streamk_flags_.data_as<int>();
-  const CUtensorMap w_map = gemm_streamk_tensor_map(p.w.data(), a.type, a.n, a.k, p.w.stride(0), kStreamKTileRows);
-  const CUtensorMap x_map = gemm_streamk_tensor_map(p.x.data(), a.type, a.m, a.k, p.x.stride(0), a.tokens);
-  std::lock_guard<std::mutex> lock(mutex_);  // the partials and flags serve one launch at a time
-  launch_gemm_streamk(a, w_map, x_map, ctx.stream);
+  const int tokens = gemm_streamk_tokens(a.m);
+  const CUtensorMap w_map = gemm_streamk_tensor_map(p.w.data(), type, a.n, a.k, p.w.stride(0), kStreamKTileRows);
+  const CUtensorMap x_map = gemm_streamk_tensor_map(p.x.data(), type, a.m, a.k, p.x.stride(0), tokens);
+  launch_streamk(ctx, a, w_map, x_map);
 }
 
 void GemmRunner::run(const OpContext& ctx, const GemmParams& p, Path path) {

@@ -29,6 +29,7 @@
 #include <cublasLt.h>
 
 #include "backend/backend.h"
+#include "backend/cuda/kernels/streamk/gemm_streamk.h"
 #include "backend/cuda/ops/cuda_ops.h"
 
 namespace brisk::cuda {
@@ -49,6 +50,9 @@ class GemmRunner {
   void run(const OpContext& ctx, const GemmParams& p, Path path = Path::kAuto);
   // The kernel kAuto picks for these operands.
   static Path route(const GemmParams& p);
+  // Launches the stream-K kernel with a's operands and tensor maps, on the runner's partials and
+  // flags (its grid and workspace filled in here).
+  void launch_streamk(const OpContext& ctx, StreamKArgs a, const CUtensorMap& w_map, const CUtensorMap& x_map);
 
   enum class Fp8Scales { kPerRow = 1, kBlocks128 = 2 };
   // Whether cuBLASLt has an algorithm for run_fp8 with these operands (and their bias in y's dtype).

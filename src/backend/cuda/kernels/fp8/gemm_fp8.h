@@ -44,7 +44,7 @@ void launch_fp8_block_scales(const float* weight_scale, int64_t n, int64_t group
 void launch_gemm_fp8_cuda_cores(const GemmFp8Args& a, cudaStream_t stream);
 
 // The decode kernel: weights streamed into registers, mma.sync over the (up to) 8 tokens. From
-// M 9 the wgmma kernel is faster (docs/perf/fp8.md).
+// M 9 the stream-K kernel (per-channel scales) or the wgmma kernel is faster (docs/perf/fp8.md).
 constexpr int kFp8MmaMaxRows = 8;
 inline bool fp8_mma_supports(int m, int64_t n, int64_t k) {
   return m <= kFp8MmaMaxRows && k % 128 == 0 && n % 16 == 0;

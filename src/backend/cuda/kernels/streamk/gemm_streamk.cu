@@ -1,6 +1,6 @@
 // The stream-K GEMM (gemm_streamk.h). Warp roles as the W4A16 and FP8 wgmma kernels': a producer
-// thread fills a ring of stages (a 64-K panel of the tile's 128 weight rows and of the tokens'
-// x, by TMA) across all of the block's units; two consumer warpgroups run m64nNk16 wgmmas from
+// thread fills a ring of stages (a 128-byte K panel of the tile's 128 weight rows and of the
+// tokens' x, by TMA) across all of the block's units; two consumer warpgroups run wgmmas from
 // shared memory, each over its 64 weight rows, and release a stage once its MMAs completed.
 // Programmatic dependent launch: the first ring round's weights are requested before the kernel
 // ahead finishes; x, y, the partials and the flags are touched only after it has; the kernel
@@ -10,6 +10,7 @@
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/hopper_async.cuh"
+#include "backend/cuda/kernels/hopper_wgmma_fp8_atoms.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/streamk/gemm_streamk.h"
@@ -19,7 +20,7 @@
 namespace brisk::cuda {
 namespace {
 
-constexpr int kPanelBytes = kStreamKChunk * 2;  // a row's 64 16-bit K values
+constexpr int kPanelBytes = kStreamKChunkBytes;  // a row's K values of a unit
 
 template <int kTokens>
 struct StreamKLayout {
@@ -41,7 +42,7 @@ struct StreamKUnits {
   int grid;
 
   __device__ __forceinline__ explicit StreamKUnits(const StreamKArgs& a)
-      : chunks((a.k + kStreamKChunk - 1) / kStreamKChunk),
+      : chunks((a.k + streamk_chunk_k(a.operands) - 1) / streamk_chunk_k(a.operands)),
         total((a.n + kStreamKTileRows - 1) / kStreamKTileRows * chunks),
         grid(a.grid) {}
   __device__ __forceinline__ int64_t begin(int64_t b) const { return total * b / grid; }
@@ -59,10 +60,11 @@ struct StreamKUnits {
   }
 };
 
-template <int kTokens>
+template <int kTokens, StreamKOperands kOperands>
 __device__ __forceinline__ void streamk_produce(const CUtensorMap* w_map, const CUtensorMap* x_map,
                                                 const StreamKRing<kTokens>& ring, const StreamKUnits& units) {
   using L = StreamKLayout<kTokens>;
+  constexpr int kChunkK = streamk_chunk_k(kOperands);
   hopper::tma_prefetch_descriptor(w_map);
   hopper::tma_prefetch_descriptor(x_map);
   // Pass 0: the first ring round's weights (independent of the kernel ahead); pass 1: x for
@@ -79,9 +81,9 @@ __device__ __forceinline__ void streamk_produce(const CUtensorMap* w_map, const 
         if (pass == 0 || !first_round) {
           if (!first_round) hopper::mbarrier_wait(ring.empty_bar + 8 * s, ((i / L::kStages) & 1) ^ 1);
           hopper::mbarrier_arrive_expect_tx(bar, L::kStageBytes);
-          hopper::tma_load_2d(stage, w_map, c * kStreamKChunk, static_cast<int>(tile * kStreamKTileRows), bar);
+          hopper::tma_load_2d(stage, w_map, c * kChunkK, static_cast<int>(tile * kStreamKTileRows), bar);
         }
-        if (pass == 1) hopper::tma_load_2d(stage + L::kWeightBytes, x_map, c * kStreamKChunk, 0, bar);
+        if (pass == 1) hopper::tma_load_2d(stage + L::kWeightBytes, x_map, c * kChunkK, 0, bar);
       }
     });
   }
@@ -99,9 +101,10 @@ __device__ __forceinline__ int acquire_flag(const int* flag) {
 // The consumers' epilogue of a segment of `tile`: a block that did not start the tile hands its
 // sums to the tile's finisher; the finisher (chunk 0 on) adds the partials of the blocks after
 // it that share the tile and stores y. Consumer thread ct holds acc[i] at partials[i * 256 + ct].
-template <int kTokens>
+template <int kTokens, StreamKOperands kOperands>
 __device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const StreamKUnits& units, int64_t tile,
                                                int c0, int c1, float (&acc)[kTokens / 2]) {
+  constexpr bool kScaled = kOperands == StreamKOperands::kE4M3;
   constexpr int kValues = kTokens / 2;
   const int ct = threadIdx.x;  // 0..255
   const int64_t partial_floats = gemm_streamk_partial_floats(kTokens);
@@ -143,19 +146,57 @@ __device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const Strea
     const int64_t row = row0 + 8 * h;
     if (row >= a.n) continue;
     const float bias = a.bias != nullptr ? load_one(a.bias, a.bias_type, row) : 0.0f;
+    const float w_scale = kScaled ? a.w_scale[row] : 1.0f;
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       char* p = static_cast<char*>(a.y) + (2 * t + e) * token_bytes;
 #pragma unroll
       for (int j = 0; j < kTokens / 8; ++j) {
-        if (8 * j + 2 * t + e < a.m) store_one(p, a.y_type, row, acc[4 * j + 2 * h + e] + bias);
+        const int token = 8 * j + 2 * t + e;
+        if (token < a.m) {
+          const float sum = acc[4 * j + 2 * h + e];  // GemmFp8Params: sum * (x_scale * w_scale) + bias
+          store_one(p, a.y_type, row, (kScaled ? sum * (a.x_scale[token] * w_scale) : sum) + bias);
+        }
         p += 8 * token_bytes;
       }
     }
   }
 }
 
-template <int kTokens, FloatType kType>
+// A unit's MMAs into acc: four k-steps of the 128-byte panels (k16 for 16-bit operands, k32 for
+// e4m3). e4m3 sums go to a fresh chunk accumulator first, added to acc in fp32 once complete.
+template <int kTokens, StreamKOperands kOperands>
+struct StreamKMma {
+  __device__ __forceinline__ static void run(float (&acc)[kTokens / 2], uint64_t w_desc, uint64_t x_desc, bool first) {
+    constexpr FloatType kType = kOperands == StreamKOperands::kF16 ? FloatType::kF16 : FloatType::kBF16;
+    hopper::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      hopper::Wgmma<kTokens, kType>::ss(acc, hopper::smem_descriptor_advance(w_desc, ks * 32),
+                                        hopper::smem_descriptor_advance(x_desc, ks * 32), !first || ks > 0);
+    }
+    hopper::wgmma_commit();
+  }
+};
+template <int kTokens>
+struct StreamKMma<kTokens, StreamKOperands::kE4M3> {
+  __device__ __forceinline__ static void run(float (&acc)[kTokens / 2], uint64_t w_desc, uint64_t x_desc, bool first) {
+    float part[kTokens / 2];
+    hopper::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      hopper::WgmmaFp8<kTokens>::ss(part, hopper::smem_descriptor_advance(w_desc, ks * 32),
+                                    hopper::smem_descriptor_advance(x_desc, ks * 32), ks > 0);
+    }
+    hopper::wgmma_commit();
+    hopper::wgmma_wait<0>();
+    hopper::fence_registers(part);
+#pragma unroll
+    for (int i = 0; i < kTokens / 2; ++i) acc[i] = first ? part[i] : acc[i] + part[i];
+  }
+};
+
+template <int kTokens, StreamKOperands kOperands>
 __global__ void __launch_bounds__(kWgmmaThreads, 1)
     gemm_streamk_kernel(const StreamKArgs a, const __grid_constant__ CUtensorMap w_map,
                         const __grid_constant__ CUtensorMap x_map) {
@@ -168,7 +209,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
 
   if (threadIdx.x >= 256) {  // the producer warpgroup: one thread issues the copies
     hopper::registers_decrease<kWgmmaProducerRegisters>();
-    if (threadIdx.x == 256) streamk_produce<kTokens>(&w_map, &x_map, ring, units);
+    if (threadIdx.x == 256) streamk_produce<kTokens, kOperands>(&w_map, &x_map, ring, units);
     return;
   }
 
@@ -192,13 +233,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
       hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
       const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
       const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
-      hopper::wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        hopper::Wgmma<kTokens, kType>::ss(acc, hopper::smem_descriptor_advance(w_desc, ks * 32),
-                                          hopper::smem_descriptor_advance(x_desc, ks * 32), c > c0 || ks > 0);
-      }
-      hopper::wgmma_commit();
+      StreamKMma<kTokens, kOperands>::run(acc, w_desc, x_desc, c == c0);
       if (c > c0) {
         hopper::wgmma_wait<1>();
         release(i - 1);
@@ -206,24 +241,24 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
     }
     hopper::wgmma_wait<0>();
     release(i - 1);
-    streamk_finish<kTokens>(a, units, tile, c0, c1, acc);
+    streamk_finish<kTokens, kOperands>(a, units, tile, c0, c1, acc);
   });
 }
 
-template <int kTokens, FloatType kType>
+template <int kTokens, StreamKOperands kOperands>
 void launch_instance(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
-  constexpr auto kernel = gemm_streamk_kernel<kTokens, kType>;
+  constexpr auto kernel = gemm_streamk_kernel<kTokens, kOperands>;
   allow_dynamic_shared_memory<kernel>(StreamKLayout<kTokens>::kSharedBytes);
   launch_pdl(kernel, dim3(static_cast<unsigned>(a.grid)), dim3(kWgmmaThreads), StreamKLayout<kTokens>::kSharedBytes,
              stream, a, w_map, x_map);
 }
 
-template <FloatType kType>
+template <StreamKOperands kOperands>
 void launch_for_type(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
   switch (a.tokens) {
-    case 16: return launch_instance<16, kType>(a, w_map, x_map, stream);
-    case 32: return launch_instance<32, kType>(a, w_map, x_map, stream);
-    default: return launch_instance<64, kType>(a, w_map, x_map, stream);
+    case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
+    case 32: return launch_instance<32, kOperands>(a, w_map, x_map, stream);
+    default: return launch_instance<64, kOperands>(a, w_map, x_map, stream);
   }
 }
 
@@ -235,8 +270,9 @@ int gemm_streamk_tokens(int64_t m) {
   return 0;
 }
 
-int gemm_streamk_grid(int64_t n, int64_t k, int num_sms) {
-  const int64_t units = (n + kStreamKTileRows - 1) / kStreamKTileRows * ((k + kStreamKChunk - 1) / kStreamKChunk);
+int gemm_streamk_grid(int64_t n, int64_t k, StreamKOperands operands, int num_sms) {
+  const int64_t chunk_k = streamk_chunk_k(operands);
+  const int64_t units = (n + kStreamKTileRows - 1) / kStreamKTileRows * ((k + chunk_k - 1) / chunk_k);
   return static_cast<int>(units < num_sms ? units : num_sms);
 }
 
@@ -246,10 +282,10 @@ void launch_gemm_streamk(const StreamKArgs& a, const CUtensorMap& w_map, const C
   if (a.tokens != gemm_streamk_tokens(a.m) || a.grid <= 0) {
     check(cudaErrorInvalidValue, "gemm stream-K: tokens or grid not as planned", __FILE__, __LINE__);
   }
-  if (a.type == FloatType::kF16) {
-    launch_for_type<FloatType::kF16>(a, w_map, x_map, stream);
-  } else {
-    launch_for_type<FloatType::kBF16>(a, w_map, x_map, stream);
+  switch (a.operands) {
+    case StreamKOperands::kBF16: launch_for_type<StreamKOperands::kBF16>(a, w_map, x_map, stream); break;
+    case StreamKOperands::kF16: launch_for_type<StreamKOperands::kF16>(a, w_map, x_map, stream); break;
+    case StreamKOperands::kE4M3: launch_for_type<StreamKOperands::kE4M3>(a, w_map, x_map, stream); break;
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
 }

@@ -1,6 +1,8 @@
-// Stream-K GEMM for decode batches: y = x w^T (+ bias) for M <= kStreamKMaxM rows of 16-bit x and
-// w of one dtype. The weights are the wgmma's A (128 rows a tile, two consumer warpgroups of 64),
-// the batch's tokens its N (one token tile: all of M), both copied by TMA in 64-K panels. One
+// Stream-K GEMM for decode batches: y = x w^T (+ bias) for M <= kStreamKMaxM rows of x and w both
+// bf16, both f16, or both e4m3 (then y = sum * x_scale[token] * w_scale[row] + bias, with each
+// 128-K chunk's tensor-core sum promoted to fp32 as GemmFp8Params asks). The weights are the
+// wgmma's A (128 rows a tile, two consumer warpgroups of 64), the batch's tokens its N (one token
+// tile: all of M), both copied by TMA in 128-byte panels (64 16-bit or 128 e4m3 K values). One
 // block per SM walks an equal share of the (tile, 64-K chunk) units, crossing tile boundaries, so
 // every SM streams the same number of weight bytes however few tiles N makes (qkv and o_proj at
 // 48 and 32 tiles of 128 rows leave most SMs idle in a tile-per-block kernel). A tile shared by
@@ -19,12 +21,20 @@
 namespace brisk::cuda {
 
 inline constexpr int kStreamKMaxM = 64;
-inline constexpr int kStreamKTileRows = 128;  // weight rows of a tile
-inline constexpr int kStreamKChunk = 64;      // K values of a unit (one 128-byte panel row)
+inline constexpr int kStreamKTileRows = 128;   // weight rows of a tile
+inline constexpr int kStreamKChunkBytes = 128;  // a unit's K: one 128-byte panel row
+
+enum class StreamKOperands : int32_t { kBF16, kF16, kE4M3 };  // x's and w's
+// K values of a unit.
+__host__ __device__ constexpr int streamk_chunk_k(StreamKOperands operands) {
+  return operands == StreamKOperands::kE4M3 ? kStreamKChunkBytes : kStreamKChunkBytes / 2;
+}
 
 struct StreamKArgs {
   int64_t m = 0, n = 0, k = 0;
-  FloatType type = FloatType::kBF16;  // x's and w's
+  StreamKOperands operands = StreamKOperands::kBF16;
+  const float* x_scale = nullptr;     // e4m3: [m], a token's
+  const float* w_scale = nullptr;     // e4m3: [n], a weight row's
   const void* bias = nullptr;         // optional [n]
   FloatType bias_type = FloatType::kF32;
   void* y = nullptr;                  // [m, n]
@@ -43,11 +53,11 @@ __host__ __device__ inline int64_t gemm_streamk_partial_floats(int tokens) {
   return int64_t{kStreamKTileRows} * tokens;
 }
 // Blocks for a problem on num_sms SMs: one per SM, fewer when there are fewer units.
-int gemm_streamk_grid(int64_t n, int64_t k, int num_sms);
+int gemm_streamk_grid(int64_t n, int64_t k, StreamKOperands operands, int num_sms);
 
-// Tensor maps over w [n, k] (boxes of 64 K x kStreamKTileRows rows) and x [m, k] (64 K x tokens
-// rows): 128-byte swizzle, rows past the tensor read as zeros. Rows `stride` elements apart,
-// 16-byte aligned.
+// Tensor maps over 16-bit w [n, k] (boxes of 64 K x kStreamKTileRows rows) and x [m, k] (64 K x
+// tokens rows): 128-byte swizzle, rows past the tensor read as zeros. Rows `stride` elements
+// apart, 16-byte aligned. (e4m3 operands: boxes of 128 K, gemm_fp8.cc's maps.)
 CUtensorMap gemm_streamk_tensor_map(const void* base, FloatType type, int64_t rows, int64_t k, int64_t stride,
                                     int box_rows);
 

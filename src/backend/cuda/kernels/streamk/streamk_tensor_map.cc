@@ -10,7 +10,7 @@ CUtensorMap gemm_streamk_tensor_map(const void* base, FloatType type, int64_t ro
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride) * 2};
-  const cuuint32_t box[2] = {kStreamKChunk, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t box[2] = {streamk_chunk_k(StreamKOperands::kBF16), static_cast<cuuint32_t>(box_rows)};
   const CUresult result = encode_tensor_map_16bit(map, type, 2, base, dims, strides, box, "gemm");
   BRISK_CHECK(result == CUDA_SUCCESS, "gemm: cuTensorMapEncodeTiled failed (CUresult {}) for [{}, {}] (row stride {})",
               static_cast<int>(result), rows, k, stride);
