@@ -159,11 +159,12 @@ TEST(GemmPerf, StreamK) {
       const GemmRunner::Path other = m <= cuda::kGemvMaxM ? GemmRunner::Path::kGemv : GemmRunner::Path::kCublasLt;
       const double routed = time_path(GemmRunner::Path::kAuto), streamk = time_path(GemmRunner::Path::kStreamK),
                    peer = time_path(other);
-      std::printf("[perf] gemm %-8s M %4lld N %5lld K %5lld  auto %7.2f us  stream-K %7.2f us (%.2f TB/s)  %s %7.2f us "
-                  "(%.2f TB/s)  stream-K / %s %.3f\n",
+      const char* peer_name = m <= cuda::kGemvMaxM ? "gemv" : "cuBLASLt";
+      std::printf("[perf] gemm %-8s M %4lld N %5lld K %5lld  auto %7.2f us  stream-K %7.2f us (%.2f TB/s, %.0f%% of "
+                  "the H200 limit)  %s %7.2f us (%.2f TB/s)  stream-K / %s %.3f\n",
                   s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), routed,
-                  streamk, weight_bytes / streamk / 1e6, m <= cuda::kGemvMaxM ? "gemv" : "cuBLASLt", peer,
-                  weight_bytes / peer / 1e6, m <= cuda::kGemvMaxM ? "gemv" : "cuBLASLt", streamk / peer);
+                  streamk, weight_bytes / streamk / 1e6, 100 * weight_bytes / (streamk * 1e-6) / kPeakBytesPerSecond,
+                  peer_name, peer, weight_bytes / peer / 1e6, peer_name, streamk / peer);
     }
   }
 }
