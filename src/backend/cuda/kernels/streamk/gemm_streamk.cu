@@ -285,7 +285,10 @@ void launch_gemm_streamk(const StreamKArgs& a, const CUtensorMap& w_map, const C
   switch (a.operands) {
     case StreamKOperands::kBF16: launch_for_type<StreamKOperands::kBF16>(a, w_map, x_map, stream); break;
     case StreamKOperands::kF16: launch_for_type<StreamKOperands::kF16>(a, w_map, x_map, stream); break;
-    case StreamKOperands::kE4M3: launch_for_type<StreamKOperands::kE4M3>(a, w_map, x_map, stream); break;
+    case StreamKOperands::kE4M3:  // gemm_fp8 routes M 9-16 only
+      if (a.tokens != 16) check(cudaErrorInvalidValue, "gemm stream-K: e4m3 takes 16 tokens", __FILE__, __LINE__);
+      launch_instance<16, StreamKOperands::kE4M3>(a, w_map, x_map, stream);
+      break;
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
