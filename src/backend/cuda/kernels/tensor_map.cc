@@ -57,4 +57,16 @@ CUresult encode_tensor_map_8bit(CUtensorMap& map, int rank, const void* base, co
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, base, dims, strides, box, op);
 }
 
+CUtensorMap panel_tensor_map_16bit(const void* base, FloatType type, int64_t rows, int64_t k, int64_t stride,
+                                   int box_rows, const char* op, const char* what) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride) * 2};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+  const CUresult result = encode_tensor_map_16bit(map, type, 2, base, dims, strides, box, op);
+  BRISK_CHECK(result == CUDA_SUCCESS, "{}: cuTensorMapEncodeTiled failed (CUresult {}) for {} [{}, {}] (row stride {})",
+              op, static_cast<int>(result), what, rows, k, stride);
+  return map;
+}
+
 }  // namespace brisk::cuda

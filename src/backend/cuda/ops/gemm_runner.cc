@@ -5,6 +5,7 @@
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/kernels/streamk/gemm_streamk.h"
+#include "backend/cuda/kernels/tensor_map.h"
 #include "backend/cuda/ops/op_checks.h"
 #include "backend/cuda/runtime/cuda_check.h"
 #include "core/error.h"
@@ -260,8 +261,9 @@ void GemmRunner::run_streamk(const OpContext& ctx, const GemmParams& p) {
   a.y_stride = p.y.stride(0);
   a.y_type = float_type(p.y.dtype());
   const int tokens = gemm_streamk_tokens(a.m);
-  const CUtensorMap w_map = gemm_streamk_tensor_map(p.w.data(), type, a.n, a.k, p.w.stride(0), kStreamKTileRows);
-  const CUtensorMap x_map = gemm_streamk_tensor_map(p.x.data(), type, a.m, a.k, p.x.stride(0), tokens);
+  const CUtensorMap w_map =
+      panel_tensor_map_16bit(p.w.data(), type, a.n, a.k, p.w.stride(0), kStreamKTileRows, "gemm", "w");
+  const CUtensorMap x_map = panel_tensor_map_16bit(p.x.data(), type, a.m, a.k, p.x.stride(0), tokens, "gemm", "x");
   launch_streamk(ctx, a, w_map, x_map);
 }
 

@@ -3,7 +3,7 @@
 // 128-K chunk's tensor-core sum promoted to fp32 as GemmFp8Params asks). The weights are the
 // wgmma's A (128 rows a tile, two consumer warpgroups of 64), the batch's tokens its N (one token
 // tile: all of M), both copied by TMA in 128-byte panels (64 16-bit or 128 e4m3 K values). One
-// block per SM walks an equal share of the (tile, 64-K chunk) units, crossing tile boundaries, so
+// block per SM walks an equal share of the (tile, 128-byte K chunk) units, crossing tile boundaries, so
 // every SM streams the same number of weight bytes however few tiles N makes (qkv and o_proj at
 // 48 and 32 tiles of 128 rows leave most SMs idle in a tile-per-block kernel). A tile shared by
 // several blocks is finished by the block holding its first chunks (it reaches that tile last):
@@ -55,12 +55,9 @@ __host__ __device__ inline int64_t gemm_streamk_partial_floats(int tokens) {
 // Blocks for a problem on num_sms SMs: one per SM, fewer when there are fewer units.
 int gemm_streamk_grid(int64_t n, int64_t k, StreamKOperands operands, int num_sms);
 
-// Tensor maps over 16-bit w [n, k] (boxes of 64 K x kStreamKTileRows rows) and x [m, k] (64 K x
-// tokens rows): 128-byte swizzle, rows past the tensor read as zeros. Rows `stride` elements
-// apart, 16-byte aligned. (e4m3 operands: boxes of 128 K, gemm_fp8.cc's maps.)
-CUtensorMap gemm_streamk_tensor_map(const void* base, FloatType type, int64_t rows, int64_t k, int64_t stride,
-                                    int box_rows);
-
+// w_map: over w [n, k] in boxes of one 128-byte K panel x kStreamKTileRows rows; x_map: over x
+// [m, k] in boxes of one panel x tokens rows (kernels/tensor_map.h's 128-byte swizzle, rows past
+// the tensor read as zeros).
 void launch_gemm_streamk(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map,
                          cudaStream_t stream);
 
