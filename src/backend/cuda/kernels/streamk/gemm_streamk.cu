@@ -6,6 +6,8 @@
 // ahead finishes; x, y, the partials and the flags are touched only after it has; the kernel
 // after may launch once every block got past that wait.
 #include <cstdint>
+#include <iterator>
+#include <span>
 
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
@@ -21,6 +23,9 @@ namespace brisk::cuda {
 namespace {
 
 constexpr int kPanelBytes = kStreamKChunkBytes;  // a row's K values of a unit
+// Two consumer warpgroups and a producer warp, 224 registers a thread: the e4m3 176-token tile's
+// sums need them (a producer warpgroup with setmaxnreg had ptxas cap every thread at 168: spills).
+constexpr int kStreamKThreads = 256 + 32;
 
 template <int kTokens>
 struct StreamKLayout {
@@ -132,33 +137,43 @@ __device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const Strea
     hopper::named_barrier_sync(1, 256);
     for (int b = blockIdx.x + 1; b <= last; ++b) {
       const float* in = a.partials + b * partial_floats;
+      // 32 loads in flight at a time: all of a wide tile's at once would not fit beside acc.
 #pragma unroll
-      for (int i = 0; i < kValues; ++i) acc[i] += __ldcg(in + i * 256 + ct);
+      for (int i0 = 0; i0 < kValues; i0 += 32) {
+#pragma unroll
+        for (int i = i0; i < i0 + 32 && i < kValues; ++i) acc[i] += __ldcg(in + i * 256 + ct);
+        asm volatile("" ::: "memory");
+      }
     }
   }
   // acc[4 j + 2 h + e]: weight row 16 warp + 8 h + g of the warpgroup's 64, token 8 j + 2 t + e.
-  // The rows' addresses advance by 8 tokens a step (materialising every token's address spills).
+  // The rows' addresses advance by 8 tokens a step (materialising every token's address spills);
+  // a token's scale is loaded once for both of its rows.
   const int wg = ct / 128, warp = (ct / 32) % 4, lane = ct % 32, g = lane / 4, t = lane % 4;
   const int64_t row0 = tile * kStreamKTileRows + 64 * wg + 16 * warp + g;
   const int64_t token_bytes = a.y_stride * float_type_bytes(a.y_type);
+  float bias[2], w_scale[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t row = row0 + 8 * h;
-    if (row >= a.n) continue;
-    const float bias = a.bias != nullptr ? load_one(a.bias, a.bias_type, row) : 0.0f;
-    const float w_scale = kScaled ? a.w_scale[row] : 1.0f;
+    bias[h] = a.bias != nullptr && row < a.n ? load_one(a.bias, a.bias_type, row) : 0.0f;
+    w_scale[h] = kScaled && row < a.n ? a.w_scale[row] : 1.0f;
+  }
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      char* p = static_cast<char*>(a.y) + (2 * t + e) * token_bytes;
+  for (int e = 0; e < 2; ++e) {
+    char* p = static_cast<char*>(a.y) + (2 * t + e) * token_bytes;
 #pragma unroll
-      for (int j = 0; j < kTokens / 8; ++j) {
-        const int token = 8 * j + 2 * t + e;
-        if (token < a.m) {
+    for (int j = 0; j < kTokens / 8; ++j) {
+      const int token = 8 * j + 2 * t + e;
+      if (token < a.m) {
+        const float x_scale = kScaled ? a.x_scale[token] : 1.0f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
           const float sum = acc[4 * j + 2 * h + e];  // GemmFp8Params: sum * (x_scale * w_scale) + bias
-          store_one(p, a.y_type, row, (kScaled ? sum * (a.x_scale[token] * w_scale) : sum) + bias);
+          if (row0 + 8 * h < a.n) store_one(p, a.y_type, row0 + 8 * h, (kScaled ? sum * (x_scale * w_scale[h]) : sum) + bias[h]);
         }
-        p += 8 * token_bytes;
       }
+      p += 8 * token_bytes;
     }
   }
 }
@@ -178,26 +193,40 @@ struct StreamKMma {
     hopper::wgmma_commit();
   }
 };
+// Past 128 tokens the chunk sum goes in two halves of the tokens (wgmma N kTokens / 2, x's panel
+// rows of the second half 1024-byte aligned), so that it and the fp32 sums fit a thread's
+// registers; each half's MMAs are waited for before its sum is added.
 template <int kTokens>
 struct StreamKMma<kTokens, StreamKOperands::kE4M3> {
+  static constexpr int kParts = kTokens > 128 ? 2 : 1;
+  static constexpr int kPartTokens = kTokens / kParts;
+  static_assert(kPartTokens * kPanelBytes % 1024 == 0);
   __device__ __forceinline__ static void run(float (&acc)[kTokens / 2], uint64_t w_desc, uint64_t x_desc, bool first) {
-    float part[kTokens / 2];
-    hopper::wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      hopper::WgmmaFp8<kTokens>::ss(part, hopper::smem_descriptor_advance(w_desc, ks * 32),
-                                    hopper::smem_descriptor_advance(x_desc, ks * 32), ks > 0);
+    for (int h = 0; h < kParts; ++h) {
+      float part[kPartTokens / 2];
+      const uint64_t x_part = hopper::smem_descriptor_advance(x_desc, h * kPartTokens * kPanelBytes);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        hopper::WgmmaFp8<kPartTokens>::ss(part, hopper::smem_descriptor_advance(w_desc, ks * 32),
+                                          hopper::smem_descriptor_advance(x_part, ks * 32), ks > 0);
+      }
+      hopper::wgmma_commit();
+      hopper::wgmma_wait<0>();
+      hopper::fence_registers(part);
+      // part[4 j + 2 h' + e] is token kPartTokens h + 8 j + 2 t + e: acc's index kPartTokens / 2 h + 4 j + ...
+#pragma unroll
+      for (int i = 0; i < kPartTokens / 2; ++i) {
+        float& sum = acc[h * kPartTokens / 2 + i];
+        sum = first ? part[i] : sum + part[i];
+      }
     }
-    hopper::wgmma_commit();
-    hopper::wgmma_wait<0>();
-    hopper::fence_registers(part);
-#pragma unroll
-    for (int i = 0; i < kTokens / 2; ++i) acc[i] = first ? part[i] : acc[i] + part[i];
   }
 };
 
 template <int kTokens, StreamKOperands kOperands>
-__global__ void __launch_bounds__(kWgmmaThreads, 1)
+__global__ void __maxnreg__(224)
     gemm_streamk_kernel(const StreamKArgs a, const __grid_constant__ CUtensorMap w_map,
                         const __grid_constant__ CUtensorMap x_map) {
   using L = StreamKLayout<kTokens>;
@@ -207,13 +236,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
   if (threadIdx.x == 0) ring.init();
   __syncthreads();
 
-  if (threadIdx.x >= 256) {  // the producer warpgroup: one thread issues the copies
-    hopper::registers_decrease<kWgmmaProducerRegisters>();
+  if (threadIdx.x >= 256) {  // the producer warp: one thread issues the copies
     if (threadIdx.x == 256) streamk_produce<kTokens, kOperands>(&w_map, &x_map, ring, units);
     return;
   }
 
-  hopper::registers_increase<kWgmmaConsumerRegisters>();
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   pdl_wait();  // y and the partials
   // The next kernel may launch now: its blocks take an SM as soon as this kernel's block there
@@ -249,23 +276,44 @@ template <int kTokens, StreamKOperands kOperands>
 void launch_instance(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
   constexpr auto kernel = gemm_streamk_kernel<kTokens, kOperands>;
   allow_dynamic_shared_memory<kernel>(StreamKLayout<kTokens>::kSharedBytes);
-  launch_pdl(kernel, dim3(static_cast<unsigned>(a.grid)), dim3(kWgmmaThreads), StreamKLayout<kTokens>::kSharedBytes,
+  launch_pdl(kernel, dim3(static_cast<unsigned>(a.grid)), dim3(kStreamKThreads), StreamKLayout<kTokens>::kSharedBytes,
              stream, a, w_map, x_map);
 }
 
+// The token tiles of each operand kind: 16-bit ones to M 64 (past it cuBLASLt's tiles share x's
+// panels better); e4m3 ones at M 9-16 and 65-176, where the FP8 wgmma kernel and cuBLASLt's single
+// FP8 configuration leave SMs idle or run partial tiles (docs/perf/fp8.md).
+constexpr int k16BitTokens[] = {16, 32, 64};
+constexpr int kE4M3Tokens[] = {16, 128, 176};
+
 template <StreamKOperands kOperands>
 void launch_for_type(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
-  switch (a.tokens) {
-    case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
-    case 32: return launch_instance<32, kOperands>(a, w_map, x_map, stream);
-    default: return launch_instance<64, kOperands>(a, w_map, x_map, stream);
+  if constexpr (kOperands == StreamKOperands::kE4M3) {
+    switch (a.tokens) {
+      case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
+      case 128: return launch_instance<128, kOperands>(a, w_map, x_map, stream);
+      default: return launch_instance<176, kOperands>(a, w_map, x_map, stream);
+    }
+  } else {
+    switch (a.tokens) {
+      case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
+      case 32: return launch_instance<32, kOperands>(a, w_map, x_map, stream);
+      default: return launch_instance<64, kOperands>(a, w_map, x_map, stream);
+    }
   }
 }
 
 }  // namespace
 
-int gemm_streamk_tokens(int64_t m) {
-  for (int tokens : {16, 32, 64})
+int64_t gemm_streamk_max_m(StreamKOperands operands) {
+  return operands == StreamKOperands::kE4M3 ? kE4M3Tokens[std::size(kE4M3Tokens) - 1]
+                                            : k16BitTokens[std::size(k16BitTokens) - 1];
+}
+
+int gemm_streamk_tokens(int64_t m, StreamKOperands operands) {
+  const std::span<const int> tiles =
+      operands == StreamKOperands::kE4M3 ? std::span<const int>(kE4M3Tokens) : std::span<const int>(k16BitTokens);
+  for (int tokens : tiles)
     if (m <= tokens) return tokens;
   return 0;
 }
@@ -279,16 +327,13 @@ int gemm_streamk_grid(int64_t n, int64_t k, StreamKOperands operands, int num_sm
 void launch_gemm_streamk(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map,
                          cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
-  if (a.tokens != gemm_streamk_tokens(a.m) || a.grid <= 0) {
+  if (a.tokens != gemm_streamk_tokens(a.m, a.operands) || a.grid <= 0) {
     check(cudaErrorInvalidValue, "gemm stream-K: tokens or grid not as planned", __FILE__, __LINE__);
   }
   switch (a.operands) {
     case StreamKOperands::kBF16: launch_for_type<StreamKOperands::kBF16>(a, w_map, x_map, stream); break;
     case StreamKOperands::kF16: launch_for_type<StreamKOperands::kF16>(a, w_map, x_map, stream); break;
-    case StreamKOperands::kE4M3:  // gemm_fp8 routes M 9-16 only
-      if (a.tokens != 16) check(cudaErrorInvalidValue, "gemm stream-K: e4m3 takes 16 tokens", __FILE__, __LINE__);
-      launch_instance<16, StreamKOperands::kE4M3>(a, w_map, x_map, stream);
-      break;
+    case StreamKOperands::kE4M3: launch_for_type<StreamKOperands::kE4M3>(a, w_map, x_map, stream); break;
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
