@@ -104,6 +104,28 @@ TEST(Gemm, StreamKRejectsWhatItCannotTake) {
                         "stream-K kernel cannot take");
 }
 
+// gemm_fp8 with a named kernel: stream-K takes per-channel scales up to M 176, no block scales;
+// there is no gemv for FP8 weights.
+TEST(GemmFp8, NamedPathsRejectWhatTheyCannotTake) {
+  Allocator& alloc = cuda_backend().allocator();
+  StreamRunner& r = stream_runner();
+  Tensor w(alloc, DType::kF8E4M3, {128, 256});
+  Tensor channel = to_device(make_tensor(DType::kF32, {128, 1}, std::vector<double>(128, 1e-3)));
+  Tensor blocks = to_device(make_tensor(DType::kF32, {128, 2}, std::vector<double>(256, 1e-3)));
+  Tensor x(alloc, DType::kBF16, {177, 256}), y(alloc, DType::kBF16, {256, 128});
+  fill_random(x, 1);
+  const auto run = [&](const GemmFp8Params& p, GemmRunner::Path path) {
+    cuda_backend().synchronize();
+    cuda::gemm_fp8(r.ctx, r.runner, p, path);
+    BRISK_CUDA_CHECK(cudaStreamSynchronize(r.stream));
+  };
+  EXPECT_ERROR_CONTAINS(run({x, w, channel, {}, 0, {}, y}, GemmRunner::Path::kStreamK), "stream-K kernel cannot take");
+  const TensorView x16 = x.view().slice(0, 0, 16), y16 = y.view().slice(0, 0, 16);
+  EXPECT_ERROR_CONTAINS(run({x16, w, blocks, {}, 128, {}, y16}, GemmRunner::Path::kStreamK),
+                        "stream-K kernel cannot take");
+  EXPECT_ERROR_CONTAINS(run({x16, w, channel, {}, 0, {}, y16}, GemmRunner::Path::kGemv), "no such path");
+}
+
 // Microseconds a call of path, the calls recorded into one graph on the runner's stream and
 // replayed (as the engine's decode graphs run them).
 double graph_us(StreamRunner& r, const std::function<void()>& fn, int iterations) {
