@@ -23,9 +23,6 @@ namespace brisk::cuda {
 namespace {
 
 constexpr int kPanelBytes = kStreamKChunkBytes;  // a row's K values of a unit
-// Two consumer warpgroups and a producer warp, 224 registers a thread: the e4m3 176-token tile's
-// sums need them (a producer warpgroup with setmaxnreg had ptxas cap every thread at 168: spills).
-constexpr int kStreamKThreads = 256 + 32;
 
 template <int kTokens>
 struct StreamKLayout {
@@ -226,7 +223,7 @@ struct StreamKMma<kTokens, StreamKOperands::kE4M3> {
 };
 
 template <int kTokens, StreamKOperands kOperands>
-__global__ void __maxnreg__(224)
+__global__ void __launch_bounds__(kWgmmaThreads, 1)
     gemm_streamk_kernel(const StreamKArgs a, const __grid_constant__ CUtensorMap w_map,
                         const __grid_constant__ CUtensorMap x_map) {
   using L = StreamKLayout<kTokens>;
@@ -236,11 +233,13 @@ __global__ void __maxnreg__(224)
   if (threadIdx.x == 0) ring.init();
   __syncthreads();
 
-  if (threadIdx.x >= 256) {  // the producer warp: one thread issues the copies
+  if (threadIdx.x >= 256) {  // the producer warpgroup: one thread issues the copies
+    hopper::registers_decrease<kWgmmaProducerRegisters>();
     if (threadIdx.x == 256) streamk_produce<kTokens, kOperands>(&w_map, &x_map, ring, units);
     return;
   }
 
+  hopper::registers_increase<kWgmmaConsumerRegisters>();
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   pdl_wait();  // y and the partials
   // The next kernel may launch now: its blocks take an SM as soon as this kernel's block there
@@ -276,7 +275,7 @@ template <int kTokens, StreamKOperands kOperands>
 void launch_instance(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
   constexpr auto kernel = gemm_streamk_kernel<kTokens, kOperands>;
   allow_dynamic_shared_memory<kernel>(StreamKLayout<kTokens>::kSharedBytes);
-  launch_pdl(kernel, dim3(static_cast<unsigned>(a.grid)), dim3(kStreamKThreads), StreamKLayout<kTokens>::kSharedBytes,
+  launch_pdl(kernel, dim3(static_cast<unsigned>(a.grid)), dim3(kWgmmaThreads), StreamKLayout<kTokens>::kSharedBytes,
              stream, a, w_map, x_map);
 }
 
