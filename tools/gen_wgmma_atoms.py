@@ -14,7 +14,7 @@ SHAPES = (16, 32, 64, 128, 256)
 TYPES = (("kBF16", "bf16"), ("kF16", "f16"))
 KERNELS = pathlib.Path(__file__).resolve().parent.parent / "src/backend/cuda/kernels"
 OUT = KERNELS / "hopper_wgmma_atoms.cuh"
-FP8_SHAPES = (16, 64, 88, 128, 256)
+FP8_SHAPES = (16, 64, 128, 256)
 FP8_OUT = KERNELS / "hopper_wgmma_fp8_atoms.cuh"
 
 

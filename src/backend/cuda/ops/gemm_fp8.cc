@@ -1,6 +1,6 @@
 // gemm_fp8: FP8 weights, x quantized to e4m3 on the fly (GemmFp8Params): x's e4m3 values and
 // scales in scratch, then the product by the decode kernel (M <= 8), the stream-K kernel
-// (per-channel scales, M 9-16 and 65-176), cuBLASLt's scaled FP8 matmul
+// (per-channel scales, M 9-16), cuBLASLt's scaled FP8 matmul
 // (larger M: per-row scales, in whole tiles where y has room, or 128 x 128 weight blocks where
 // row_blocks, M % 4 == 0 and K % 512 == 0), or the FP8 wgmma kernel (K % 128 == 0, N % 16 == 0:
 // M 17-64 with per-row scales, and wherever cuBLASLt has no algorithm), else on CUDA cores
@@ -27,14 +27,11 @@ constexpr int64_t kPerRowCublasLtMinRows = 65;
 // 115.5 at M 264 against 80.1 at M 384 (H100, docs/perf/fp8.md). Where y has room it runs whole tiles.
 constexpr int64_t kPerRowTileRows = 128;
 
-// Per-channel scales at M 9-16 and 65-176 run the stream-K kernel (every SM streams an equal share
-// of the weights, where the wgmma kernel's 128-row tiles leave most SMs idle on the short
-// projections, and cuBLASLt's one configuration runs M 129-176 as 256 rows); up to M 8 the decode
-// kernel is faster: FP8's short GEMMs (8-12 us) do not carry stream-K's fixed cost of a few us, and
-// at M 17-64 the wgmma kernel is (docs/perf/fp8.md).
-bool streamk_routed(int64_t m) {
-  return (m > kFp8MmaMaxRows && m <= 16) || (m >= kPerRowCublasLtMinRows && m <= gemm_streamk_max_m(StreamKOperands::kE4M3));
-}
+// Per-channel scales at M 9-16 run the stream-K kernel (every SM streams an equal share of the
+// weights, where the wgmma kernel's 128-row tiles leave most SMs idle on the short projections);
+// up to M 8 the decode kernel is faster: FP8's short GEMMs (8-12 us) do not carry stream-K's
+// fixed cost of a few us; past M 16 the wgmma kernel and cuBLASLt are (docs/perf/fp8.md).
+bool streamk_routed(int64_t m) { return m > kFp8MmaMaxRows && m <= gemm_streamk_max_m(StreamKOperands::kE4M3); }
 
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {

@@ -134,49 +134,38 @@ __device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const Strea
     hopper::named_barrier_sync(1, 256);
     for (int b = blockIdx.x + 1; b <= last; ++b) {
       const float* in = a.partials + b * partial_floats;
-      // 32 loads in flight at a time: all of a wide tile's at once would not fit beside acc.
 #pragma unroll
-      for (int i0 = 0; i0 < kValues; i0 += 32) {
-#pragma unroll
-        for (int i = i0; i < i0 + 32 && i < kValues; ++i) acc[i] += __ldcg(in + i * 256 + ct);
-        asm volatile("" ::: "memory");
-      }
+      for (int i = 0; i < kValues; ++i) acc[i] += __ldcg(in + i * 256 + ct);
     }
   }
   // acc[4 j + 2 h + e]: weight row 16 warp + 8 h + g of the warpgroup's 64, token 8 j + 2 t + e.
-  // The rows' addresses advance by 8 tokens a step (materialising every token's address spills);
-  // a token's scale is loaded once for both of its rows.
+  // The rows' addresses advance by 8 tokens a step (materialising every token's address spills).
   const int wg = ct / 128, warp = (ct / 32) % 4, lane = ct % 32, g = lane / 4, t = lane % 4;
   const int64_t row0 = tile * kStreamKTileRows + 64 * wg + 16 * warp + g;
   const int64_t token_bytes = a.y_stride * float_type_bytes(a.y_type);
-  float bias[2], w_scale[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t row = row0 + 8 * h;
-    bias[h] = a.bias != nullptr && row < a.n ? load_one(a.bias, a.bias_type, row) : 0.0f;
-    w_scale[h] = kScaled && row < a.n ? a.w_scale[row] : 1.0f;
-  }
+    if (row >= a.n) continue;
+    const float bias = a.bias != nullptr ? load_one(a.bias, a.bias_type, row) : 0.0f;
+    const float w_scale = kScaled ? a.w_scale[row] : 1.0f;
 #pragma unroll
-  for (int e = 0; e < 2; ++e) {
-    char* p = static_cast<char*>(a.y) + (2 * t + e) * token_bytes;
+    for (int e = 0; e < 2; ++e) {
+      char* p = static_cast<char*>(a.y) + (2 * t + e) * token_bytes;
 #pragma unroll
-    for (int j = 0; j < kTokens / 8; ++j) {
-      const int token = 8 * j + 2 * t + e;
-      if (token < a.m) {
-        const float x_scale = kScaled ? a.x_scale[token] : 1.0f;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < kTokens / 8; ++j) {
+        const int token = 8 * j + 2 * t + e;
+        if (token < a.m) {
           const float sum = acc[4 * j + 2 * h + e];  // GemmFp8Params: sum * (x_scale * w_scale) + bias
-          if (row0 + 8 * h < a.n) store_one(p, a.y_type, row0 + 8 * h, (kScaled ? sum * (x_scale * w_scale[h]) : sum) + bias[h]);
+          store_one(p, a.y_type, row, (kScaled ? sum * (a.x_scale[token] * w_scale) : sum) + bias);
         }
+        p += 8 * token_bytes;
       }
-      p += 8 * token_bytes;
     }
   }
 }
 
-// A unit's MMAs into acc: four k-steps of the 128-byte panels (k16 for 16-bit operands, k32 for
-// e4m3). e4m3 sums go to a fresh chunk accumulator first, added to acc in fp32 once complete.
+// A unit's MMAs into acc: four k16 steps of the 128-byte panels (16-bit operands).
 template <int kTokens, StreamKOperands kOperands>
 struct StreamKMma {
   __device__ __forceinline__ static void run(float (&acc)[kTokens / 2], uint64_t w_desc, uint64_t x_desc, bool first) {
@@ -190,37 +179,58 @@ struct StreamKMma {
     hopper::wgmma_commit();
   }
 };
-// Past 128 tokens the chunk sum goes in two halves of the tokens (wgmma N kTokens / 2, x's panel
-// rows of the second half 1024-byte aligned), so that it and the fp32 sums fit a thread's
-// registers; each half's MMAs are waited for before its sum is added.
+
+// The e4m3 units of a segment (ring indices i0, i0 + 1, ...): each 128-K chunk's MMAs go into a
+// fresh sum, added to acc in fp32 once complete. Two sums alternate, so that chunk j's MMAs run
+// while chunk j - 1's is added and its stage released.
 template <int kTokens>
-struct StreamKMma<kTokens, StreamKOperands::kE4M3> {
-  static constexpr int kParts = kTokens > 128 ? 2 : 1;
-  static constexpr int kPartTokens = kTokens / kParts;
-  static_assert(kPartTokens * kPanelBytes % 1024 == 0);
-  __device__ __forceinline__ static void run(float (&acc)[kTokens / 2], uint64_t w_desc, uint64_t x_desc, bool first) {
+__device__ __forceinline__ void streamk_consume_e4m3(const StreamKRing<kTokens>& ring, int i0, int n,
+                                                     float (&acc)[kTokens / 2]) {
+  using L = StreamKLayout<kTokens>;
+  const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  float part[2][kTokens / 2];
+  auto issue = [&](int j, float (&p)[kTokens / 2]) {
+    const int s = (i0 + j) % L::kStages;
+    const uint32_t stage = ring.address + s * L::kStageBytes;
+    hopper::mbarrier_wait(ring.full_bar + 8 * s, ((i0 + j) / L::kStages) & 1);
+    const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
+    const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
+    hopper::wgmma_fence();
 #pragma unroll
-    for (int h = 0; h < kParts; ++h) {
-      float part[kPartTokens / 2];
-      const uint64_t x_part = hopper::smem_descriptor_advance(x_desc, h * kPartTokens * kPanelBytes);
-      hopper::wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        hopper::WgmmaFp8<kPartTokens>::ss(part, hopper::smem_descriptor_advance(w_desc, ks * 32),
-                                          hopper::smem_descriptor_advance(x_part, ks * 32), ks > 0);
-      }
-      hopper::wgmma_commit();
-      hopper::wgmma_wait<0>();
-      hopper::fence_registers(part);
-      // part[4 j + 2 h' + e] is token kPartTokens h + 8 j + 2 t + e: acc's index kPartTokens / 2 h + 4 j + ...
-#pragma unroll
-      for (int i = 0; i < kPartTokens / 2; ++i) {
-        float& sum = acc[h * kPartTokens / 2 + i];
-        sum = first ? part[i] : sum + part[i];
-      }
+    for (int ks = 0; ks < 4; ++ks) {
+      hopper::WgmmaFp8<kTokens>::ss(p, hopper::smem_descriptor_advance(w_desc, ks * 32),
+                                    hopper::smem_descriptor_advance(x_desc, ks * 32), ks > 0);
     }
+    hopper::wgmma_commit();
+  };
+  auto promote = [&](int j, float (&p)[kTokens / 2]) {
+    hopper::fence_registers(p);
+    __syncwarp();
+    if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * ((i0 + j) % L::kStages));
+#pragma unroll
+    for (int v = 0; v < kTokens / 2; ++v) acc[v] = j > 0 ? acc[v] + p[v] : p[v];
+  };
+  issue(0, part[0]);
+  int j = 1;
+  for (; j + 1 < n; j += 2) {
+    issue(j, part[1]);
+    hopper::wgmma_wait<1>();
+    promote(j - 1, part[0]);
+    issue(j + 1, part[0]);
+    hopper::wgmma_wait<1>();
+    promote(j, part[1]);
   }
-};
+  if (j < n) {
+    issue(j, part[1]);
+    hopper::wgmma_wait<1>();
+    promote(j - 1, part[0]);
+    hopper::wgmma_wait<0>();
+    promote(j, part[1]);
+  } else {
+    hopper::wgmma_wait<0>();
+    promote(j - 1, part[0]);
+  }
+}
 
 template <int kTokens, StreamKOperands kOperands>
 __global__ void __launch_bounds__(kWgmmaThreads, 1)
@@ -248,25 +258,30 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
   int i = 0;
   units.for_each_segment(blockIdx.x, [&](int64_t tile, int c0, int c1) {
     float acc[kTokens / 2];
-    auto release = [&](int chunk_index) {
-      hopper::fence_registers(acc);
-      __syncwarp();
-      if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (chunk_index % L::kStages));
-    };
-    for (int c = c0; c < c1; ++c, ++i) {
-      const int s = i % L::kStages;
-      const uint32_t stage = ring.address + s * L::kStageBytes;
-      hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
-      const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
-      const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
-      StreamKMma<kTokens, kOperands>::run(acc, w_desc, x_desc, c == c0);
-      if (c > c0) {
-        hopper::wgmma_wait<1>();
-        release(i - 1);
+    if constexpr (kOperands == StreamKOperands::kE4M3) {
+      streamk_consume_e4m3<kTokens>(ring, i, c1 - c0, acc);
+      i += c1 - c0;
+    } else {
+      auto release = [&](int chunk_index) {
+        hopper::fence_registers(acc);
+        __syncwarp();
+        if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (chunk_index % L::kStages));
+      };
+      for (int c = c0; c < c1; ++c, ++i) {
+        const int s = i % L::kStages;
+        const uint32_t stage = ring.address + s * L::kStageBytes;
+        hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
+        const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
+        const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
+        StreamKMma<kTokens, kOperands>::run(acc, w_desc, x_desc, c == c0);
+        if (c > c0) {
+          hopper::wgmma_wait<1>();
+          release(i - 1);
+        }
       }
+      hopper::wgmma_wait<0>();
+      release(i - 1);
     }
-    hopper::wgmma_wait<0>();
-    release(i - 1);
     streamk_finish<kTokens, kOperands>(a, units, tile, c0, c1, acc);
   });
 }
@@ -280,19 +295,15 @@ void launch_instance(const StreamKArgs& a, const CUtensorMap& w_map, const CUten
 }
 
 // The token tiles of each operand kind: 16-bit ones to M 64 (past it cuBLASLt's tiles share x's
-// panels better); e4m3 ones at M 9-16 and 65-176, where the FP8 wgmma kernel and cuBLASLt's single
-// FP8 configuration leave SMs idle or run partial tiles (docs/perf/fp8.md).
+// panels better); e4m3 at M 9-16 only (past it the FP8 wgmma kernel and cuBLASLt are faster:
+// docs/perf/fp8.md).
 constexpr int k16BitTokens[] = {16, 32, 64};
-constexpr int kE4M3Tokens[] = {16, 128, 176};
+constexpr int kE4M3Tokens[] = {16};
 
 template <StreamKOperands kOperands>
 void launch_for_type(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
   if constexpr (kOperands == StreamKOperands::kE4M3) {
-    switch (a.tokens) {
-      case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
-      case 128: return launch_instance<128, kOperands>(a, w_map, x_map, stream);
-      default: return launch_instance<176, kOperands>(a, w_map, x_map, stream);
-    }
+    return launch_instance<16, kOperands>(a, w_map, x_map, stream);
   } else {
     switch (a.tokens) {
       case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
