@@ -2,7 +2,8 @@
 // the CPU reference; tolerances as gemm_parity_test.cc's (fp32 sums in different orders, one
 // rounding of y). Cases cover every token tile, tiles split over many blocks (N of one tile, long
 // K: every block adds to the same tile), tiles never split, K and N tails, a bias, f16, f32 y and
-// strided x. GemmPerf.StreamK times the runner's paths side by side in graphs.
+// strided x. GemmPerf.StreamK and GemmFp8Perf.StreamK time the paths side by side in graphs (the
+// e4m3 kernel's parity cases are gemm_fp8_parity_test.cc's).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,6 +104,28 @@ TEST(Gemm, StreamKRejectsWhatItCannotTake) {
                         "stream-K kernel cannot take");
 }
 
+// gemm_fp8 with a named kernel: stream-K takes per-channel scales up to M 16, no block scales;
+// there is no gemv for FP8 weights.
+TEST(GemmFp8, NamedPathsRejectWhatTheyCannotTake) {
+  Allocator& alloc = cuda_backend().allocator();
+  StreamRunner& r = stream_runner();
+  Tensor w(alloc, DType::kF8E4M3, {128, 256});
+  Tensor channel = to_device(make_tensor(DType::kF32, {128, 1}, std::vector<double>(128, 1e-3)));
+  Tensor blocks = to_device(make_tensor(DType::kF32, {128, 2}, std::vector<double>(256, 1e-3)));
+  Tensor x(alloc, DType::kBF16, {17, 256}), y(alloc, DType::kBF16, {17, 128});
+  fill_random(x, 1);
+  const auto run = [&](const GemmFp8Params& p, GemmRunner::Path path) {
+    cuda_backend().synchronize();
+    cuda::gemm_fp8(r.ctx, r.runner, p, path);
+    BRISK_CUDA_CHECK(cudaStreamSynchronize(r.stream));
+  };
+  EXPECT_ERROR_CONTAINS(run({x, w, channel, {}, 0, {}, y}, GemmRunner::Path::kStreamK), "stream-K kernel cannot take");
+  const TensorView x16 = x.view().slice(0, 0, 16), y16 = y.view().slice(0, 0, 16);
+  EXPECT_ERROR_CONTAINS(run({x16, w, blocks, {}, 128, {}, y16}, GemmRunner::Path::kStreamK),
+                        "stream-K kernel cannot take");
+  EXPECT_ERROR_CONTAINS(run({x16, w, channel, {}, 0, {}, y16}, GemmRunner::Path::kGemv), "no such path");
+}
+
 // Microseconds a call of path, the calls recorded into one graph on the runner's stream and
 // replayed (as the engine's decode graphs run them).
 double graph_us(StreamRunner& r, const std::function<void()>& fn, int iterations) {
@@ -165,6 +188,43 @@ TEST(GemmPerf, StreamK) {
                   s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), routed,
                   streamk, weight_bytes / streamk / 1e6, 100 * weight_bytes / (streamk * 1e-6) / kPeakBytesPerSecond,
                   peer_name, peer, weight_bytes / peer / 1e6, peer_name, streamk / peer);
+    }
+  }
+}
+
+// The same with FP8 weights (per-channel scales, x quantized per token; the quantization is in
+// every path's time) up to stream-K's M 16: the route's choice (the decode kernel to M 8), stream-K
+// and cuBLASLt.
+TEST(GemmFp8Perf, StreamK) {
+  if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
+  Allocator& alloc = cuda_backend().allocator();
+  StreamRunner& r = stream_runner();
+  struct Shape { const char* name; int64_t n, k; };
+  const Shape shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+  for (const Shape& s : shapes) {
+    Tensor w_host(cpu_allocator(), DType::kF8E4M3, {s.n, s.k});
+    for (int64_t i = 0; i < s.n * s.k; ++i)  // finite codes of both signs
+      w_host.data_as<uint8_t>()[i] = static_cast<uint8_t>((static_cast<uint32_t>(i) * 2654435761u >> 24) % 0x7e | (i & 1) << 7);
+    std::vector<Tensor> w;
+    for (int i = 0; i < static_cast<int>(std::ceil(256e6 / (s.n * s.k))); ++i) w.push_back(to_device(w_host));
+    const int copies = static_cast<int>(w.size());
+    Tensor scale = to_device(make_tensor(DType::kF32, {s.n, 1}, std::vector<double>(s.n, 1e-3)));
+    for (int64_t m : {1, 4, 8, 9, 12, 16}) {
+      Tensor x(alloc, DType::kBF16, {m, s.k}), y(alloc, DType::kBF16, {cuda_backend().gemm_fp8_rows(m), s.n});
+      fill_random(x, 1);
+      const double weight_bytes = double(s.n) * s.k;
+      auto time_path = [&](GemmRunner::Path path) {
+        int next = 0;
+        return graph_us(r, [&] { cuda::gemm_fp8(r.ctx, r.runner, {x, w[next++ % copies], scale, {}, 0, {}, y}, path); },
+                        40);
+      };
+      const double routed = time_path(GemmRunner::Path::kAuto), streamk = time_path(GemmRunner::Path::kStreamK),
+                   peer = time_path(GemmRunner::Path::kCublasLt);
+      std::printf("[perf] gemm_fp8 %-8s M %4lld N %5lld K %5lld  auto %7.2f us  stream-K %7.2f us (%.2f TB/s, %.0f%% "
+                  "of the H200 limit, %.0f TFLOP/s)  cuBLASLt %7.2f us (%.2f TB/s)  stream-K / cuBLASLt %.3f\n",
+                  s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), routed,
+                  streamk, weight_bytes / streamk / 1e6, 100 * weight_bytes / (streamk * 1e-6) / kPeakBytesPerSecond,
+                  2.0 * m * s.n * s.k / streamk / 1e6, peer, weight_bytes / peer / 1e6, streamk / peer);
     }
   }
 }

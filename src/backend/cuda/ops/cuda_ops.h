@@ -47,6 +47,7 @@ bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams&
 // Int4 weights; large M dequantizes and multiplies through `dense` (see gemm_w4a16.cc).
 void gemm_w4a16(const OpContext& ctx, GemmRunner& dense, const GemmW4A16Params& p);
 // FP8 weights; larger M runs cuBLASLt's scaled FP8 matmul through `dense` (see gemm_fp8.cc).
+// gemm_runner.h declares the form that names its kernel.
 void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p);
 // Backend::gemm_fp8_rows: past 128 rows, whole tiles of 128 (see gemm_fp8.cc).
 int64_t gemm_fp8_rows(int64_t m);

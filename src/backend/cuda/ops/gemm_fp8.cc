@@ -30,8 +30,8 @@ constexpr int64_t kPerRowTileRows = 128;
 // Per-channel scales at M 9-16 run the stream-K kernel (every SM streams an equal share of the
 // weights, where the wgmma kernel's 128-row tiles leave most SMs idle on the short projections);
 // up to M 8 the decode kernel is faster: FP8's short GEMMs (8-12 us) do not carry stream-K's
-// fixed cost of a few us (docs/perf/fp8.md).
-constexpr int64_t kStreamKMinRows = kFp8MmaMaxRows + 1, kStreamKMaxRows = 16;
+// fixed cost of a few us; past M 16 the wgmma kernel and cuBLASLt are (docs/perf/fp8.md).
+bool streamk_routed(int64_t m) { return m > kFp8MmaMaxRows && m <= gemm_streamk_max_m(StreamKOperands::kE4M3); }
 
 // The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
@@ -51,11 +51,14 @@ int64_t gemm_fp8_rows(int64_t m) {
   return m > kPerRowTileRows ? (m + kPerRowTileRows - 1) / kPerRowTileRows * kPerRowTileRows : m;
 }
 
-void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
+void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p, GemmRunner::Path path) {
   check_op_params(p, Device::kCuda);
   const int64_t m = p.x.size(0), n = p.weight.size(0), k = p.weight.size(1);
   if (m == 0 || n == 0) return;
   BRISK_CHECK(m <= 65535, "gemm_fp8: x is {}; at most 65535 rows a call", p.x.describe());
+  BRISK_CHECK(path == GemmRunner::Path::kAuto || path == GemmRunner::Path::kStreamK ||
+                  path == GemmRunner::Path::kCublasLt,
+              "gemm_fp8: no such path for FP8 weights");
   const int64_t groups = p.weight_scale.size(1);
   // Block scales: cuBLASLt reads x's 1 x 128 scales group-major ([groups, M]) and the weights'
   // 128 x 128 ones row-major ([ceil(N / 128), groups]). Whether it pads M and groups to 4 in those
@@ -63,14 +66,24 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   // reading agrees) and leaves other M to the wgmma kernel.
   const bool blocks = p.block_size > 0;
   const GemmRunner::Fp8Scales scales = blocks ? GemmRunner::Fp8Scales::kBlocks128 : GemmRunner::Fp8Scales::kPerRow;
+  const bool streamk_fits = !blocks && groups == 1 && k % 16 == 0 && m <= gemm_streamk_max_m(StreamKOperands::kE4M3);
+  BRISK_CHECK(path != GemmRunner::Path::kStreamK || streamk_fits,
+              "gemm_fp8: the stream-K kernel cannot take x {} * w {}^T (block scales {})", p.x.describe(),
+              p.weight.describe(), p.block_size);
+  const bool streamk = streamk_fits && (path == GemmRunner::Path::kStreamK ||
+                                        (path == GemmRunner::Path::kAuto && streamk_routed(m)));
   // The rows cuBLASLt's per-row matmul runs: x_q's and x_scale's past m are left unset, their
   // products land in y's room.
-  const int64_t rows = blocks ? m : std::min(p.y.size(0), gemm_fp8_rows(m));
+  const int64_t rows = blocks || streamk ? m : std::min(p.y.size(0), gemm_fp8_rows(m));
   const TensorView y = p.y.slice(0, 0, rows);
   Tensor x_q(*ctx.allocator, DType::kF8E4M3, {rows, k});  // freed on return: reuse is stream-ordered
-  const bool lt = !fp8_mma_supports(static_cast<int>(m), n, k) && k % 16 == 0 && n % 16 == 0 &&
-                  (blocks ? p.row_blocks && k % 512 == 0 && m % 4 == 0 : m >= kPerRowCublasLtMinRows) &&
+  const bool lt = !streamk &&
+                  (path == GemmRunner::Path::kCublasLt ||
+                   (!fp8_mma_supports(static_cast<int>(m), n, k) && (blocks || m >= kPerRowCublasLtMinRows))) &&
+                  k % 16 == 0 && n % 16 == 0 && (!blocks || (p.row_blocks && k % 512 == 0 && m % 4 == 0)) &&
                   dense.fp8_supported(x_q, p.weight, scales, p.bias, y);
+  BRISK_CHECK(path != GemmRunner::Path::kCublasLt || lt, "gemm_fp8: cuBLASLt cannot take x {} * w {}^T",
+              p.x.describe(), p.weight.describe());
   Tensor x_scale(*ctx.allocator, DType::kF32, {rows * groups});  // [m, groups], or [groups, m] for cuBLASLt's blocks
   GemmFp8Args a;
   a.x = p.x.data();
@@ -92,7 +105,7 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   a.k = k;
   a.block_size = p.block_size;
   launch_quantize_fp8_rows(a, ctx.stream);
-  if (!lt && !blocks && groups == 1 && m >= kStreamKMinRows && m <= kStreamKMaxRows && k % 16 == 0) {
+  if (streamk) {
     StreamKArgs s;
     s.m = m;
     s.n = n;
@@ -106,7 +119,7 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
     s.y_stride = a.y_stride;
     s.y_type = a.y_type;
     dense.launch_streamk(ctx, s, panel_map(a.weight, n, k, kStreamKTileRows, "weight"),
-                         panel_map(a.x_q, m, k, gemm_streamk_tokens(m), "x"));
+                         panel_map(a.x_q, m, k, gemm_streamk_tokens(m, StreamKOperands::kE4M3), "x"));
     return;
   }
   if (lt) {
@@ -132,6 +145,10 @@ void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
   static_cast<GemmFp8Args&>(w) = a;
   w.tokens = fp8_wgmma_tokens(a.m, a.block_size);
   launch_fp8_wgmma(w, panel_map(a.weight, n, k, 128, "weight"), panel_map(a.x_q, m, k, w.tokens, "x"), ctx.stream);
+}
+
+void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p) {
+  gemm_fp8(ctx, dense, p, GemmRunner::Path::kAuto);
 }
 
 }  // namespace brisk::cuda

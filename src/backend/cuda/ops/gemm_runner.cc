@@ -25,7 +25,9 @@ bool decode_operands(const GemmParams& p) {
 }
 
 bool gemv_fits(const GemmParams& p) { return p.x.size(0) <= kGemvMaxM && decode_operands(p); }
-bool streamk_fits(const GemmParams& p) { return p.x.size(0) <= kStreamKMaxM && decode_operands(p); }
+bool streamk_fits(const GemmParams& p) {
+  return p.x.size(0) <= gemm_streamk_max_m(StreamKOperands::kBF16) && decode_operands(p);
+}
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
@@ -238,7 +240,7 @@ GemmRunner::Path GemmRunner::route(const GemmParams& p) {
 
 void GemmRunner::launch_streamk(const OpContext& ctx, StreamKArgs a, const CUtensorMap& w_map,
                                 const CUtensorMap& x_map) {
-  a.tokens = gemm_streamk_tokens(a.m);
+  a.tokens = gemm_streamk_tokens(a.m, a.operands);
   a.grid = gemm_streamk_grid(a.n, a.k, a.operands, std::min(ctx.num_sms, kMaxStreamKGrid));
   BRISK_CHECK(a.grid * gemm_streamk_partial_floats(a.tokens) * 4 <= int64_t{kWorkspaceBytes},
               "gemm stream-K: {} blocks' partials exceed the workspace", a.grid);
@@ -260,7 +262,7 @@ void GemmRunner::run_streamk(const OpContext& ctx, const GemmParams& p) {
   a.y = p.y.data();
   a.y_stride = p.y.stride(0);
   a.y_type = float_type(p.y.dtype());
-  const int tokens = gemm_streamk_tokens(a.m);
+  const int tokens = gemm_streamk_tokens(a.m, a.operands);
   const CUtensorMap w_map =
       panel_tensor_map_16bit(p.w.data(), type, a.n, a.k, p.w.stride(0), kStreamKTileRows, "gemm", "w");
   const CUtensorMap x_map = panel_tensor_map_16bit(p.x.data(), type, a.m, a.k, p.x.stride(0), tokens, "gemm", "x");

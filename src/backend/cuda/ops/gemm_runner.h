@@ -94,4 +94,8 @@ class GemmRunner {
   std::map<Key, Plan> plans_;
 };
 
+// gemm_fp8 (cuda_ops.h) with its kernel named: kStreamK or kCublasLt (tests and benchmarks), or
+// kAuto for the route's choice; an error where the named kernel cannot take the product.
+void gemm_fp8(const OpContext& ctx, GemmRunner& dense, const GemmFp8Params& p, GemmRunner::Path path);
+
 }  // namespace brisk::cuda

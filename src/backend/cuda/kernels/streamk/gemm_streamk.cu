@@ -6,6 +6,8 @@
 // ahead finishes; x, y, the partials and the flags are touched only after it has; the kernel
 // after may launch once every block got past that wait.
 #include <cstdint>
+#include <iterator>
+#include <span>
 
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
@@ -163,8 +165,7 @@ __device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const Strea
   }
 }
 
-// A unit's MMAs into acc: four k-steps of the 128-byte panels (k16 for 16-bit operands, k32 for
-// e4m3). e4m3 sums go to a fresh chunk accumulator first, added to acc in fp32 once complete.
+// A unit's MMAs into acc: four k16 steps of the 128-byte panels (16-bit operands).
 template <int kTokens, StreamKOperands kOperands>
 struct StreamKMma {
   __device__ __forceinline__ static void run(float (&acc)[kTokens / 2], uint64_t w_desc, uint64_t x_desc, bool first) {
@@ -178,23 +179,58 @@ struct StreamKMma {
     hopper::wgmma_commit();
   }
 };
+
+// The e4m3 units of a segment (ring indices i0, i0 + 1, ...): each 128-K chunk's MMAs go into a
+// fresh sum, added to acc in fp32 once complete. Two sums alternate, so that chunk j's MMAs run
+// while chunk j - 1's is added and its stage released.
 template <int kTokens>
-struct StreamKMma<kTokens, StreamKOperands::kE4M3> {
-  __device__ __forceinline__ static void run(float (&acc)[kTokens / 2], uint64_t w_desc, uint64_t x_desc, bool first) {
-    float part[kTokens / 2];
+__device__ __forceinline__ void streamk_consume_e4m3(const StreamKRing<kTokens>& ring, int i0, int n,
+                                                     float (&acc)[kTokens / 2]) {
+  using L = StreamKLayout<kTokens>;
+  const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  float part[2][kTokens / 2];
+  auto issue = [&](int j, float (&p)[kTokens / 2]) {
+    const int s = (i0 + j) % L::kStages;
+    const uint32_t stage = ring.address + s * L::kStageBytes;
+    hopper::mbarrier_wait(ring.full_bar + 8 * s, ((i0 + j) / L::kStages) & 1);
+    const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
+    const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
     hopper::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      hopper::WgmmaFp8<kTokens>::ss(part, hopper::smem_descriptor_advance(w_desc, ks * 32),
+      hopper::WgmmaFp8<kTokens>::ss(p, hopper::smem_descriptor_advance(w_desc, ks * 32),
                                     hopper::smem_descriptor_advance(x_desc, ks * 32), ks > 0);
     }
     hopper::wgmma_commit();
-    hopper::wgmma_wait<0>();
-    hopper::fence_registers(part);
+  };
+  auto promote = [&](int j, float (&p)[kTokens / 2]) {
+    hopper::fence_registers(p);
+    __syncwarp();
+    if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * ((i0 + j) % L::kStages));
 #pragma unroll
-    for (int i = 0; i < kTokens / 2; ++i) acc[i] = first ? part[i] : acc[i] + part[i];
+    for (int v = 0; v < kTokens / 2; ++v) acc[v] = j > 0 ? acc[v] + p[v] : p[v];
+  };
+  issue(0, part[0]);
+  int j = 1;
+  for (; j + 1 < n; j += 2) {
+    issue(j, part[1]);
+    hopper::wgmma_wait<1>();
+    promote(j - 1, part[0]);
+    issue(j + 1, part[0]);
+    hopper::wgmma_wait<1>();
+    promote(j, part[1]);
   }
-};
+  if (j < n) {
+    issue(j, part[1]);
+    hopper::wgmma_wait<1>();
+    promote(j - 1, part[0]);
+    hopper::wgmma_wait<0>();
+    promote(j, part[1]);
+  } else {
+    hopper::wgmma_wait<0>();
+    promote(j - 1, part[0]);
+  }
+}
 
 template <int kTokens, StreamKOperands kOperands>
 __global__ void __launch_bounds__(kWgmmaThreads, 1)
@@ -222,25 +258,30 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
   int i = 0;
   units.for_each_segment(blockIdx.x, [&](int64_t tile, int c0, int c1) {
     float acc[kTokens / 2];
-    auto release = [&](int chunk_index) {
-      hopper::fence_registers(acc);
-      __syncwarp();
-      if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (chunk_index % L::kStages));
-    };
-    for (int c = c0; c < c1; ++c, ++i) {
-      const int s = i % L::kStages;
-      const uint32_t stage = ring.address + s * L::kStageBytes;
-      hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
-      const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
-      const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
-      StreamKMma<kTokens, kOperands>::run(acc, w_desc, x_desc, c == c0);
-      if (c > c0) {
-        hopper::wgmma_wait<1>();
-        release(i - 1);
+    if constexpr (kOperands == StreamKOperands::kE4M3) {
+      streamk_consume_e4m3<kTokens>(ring, i, c1 - c0, acc);
+      i += c1 - c0;
+    } else {
+      auto release = [&](int chunk_index) {
+        hopper::fence_registers(acc);
+        __syncwarp();
+        if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (chunk_index % L::kStages));
+      };
+      for (int c = c0; c < c1; ++c, ++i) {
+        const int s = i % L::kStages;
+        const uint32_t stage = ring.address + s * L::kStageBytes;
+        hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
+        const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
+        const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
+        StreamKMma<kTokens, kOperands>::run(acc, w_desc, x_desc, c == c0);
+        if (c > c0) {
+          hopper::wgmma_wait<1>();
+          release(i - 1);
+        }
       }
+      hopper::wgmma_wait<0>();
+      release(i - 1);
     }
-    hopper::wgmma_wait<0>();
-    release(i - 1);
     streamk_finish<kTokens, kOperands>(a, units, tile, c0, c1, acc);
   });
 }
@@ -253,19 +294,36 @@ void launch_instance(const StreamKArgs& a, const CUtensorMap& w_map, const CUten
              stream, a, w_map, x_map);
 }
 
+// The token tiles of each operand kind: 16-bit ones to M 64 (past it cuBLASLt's tiles share x's
+// panels better); e4m3 at M 9-16 only (past it the FP8 wgmma kernel and cuBLASLt are faster:
+// docs/perf/fp8.md).
+constexpr int k16BitTokens[] = {16, 32, 64};
+constexpr int kE4M3Tokens[] = {16};
+
 template <StreamKOperands kOperands>
 void launch_for_type(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map, cudaStream_t stream) {
-  switch (a.tokens) {
-    case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
-    case 32: return launch_instance<32, kOperands>(a, w_map, x_map, stream);
-    default: return launch_instance<64, kOperands>(a, w_map, x_map, stream);
+  if constexpr (kOperands == StreamKOperands::kE4M3) {
+    return launch_instance<16, kOperands>(a, w_map, x_map, stream);
+  } else {
+    switch (a.tokens) {
+      case 16: return launch_instance<16, kOperands>(a, w_map, x_map, stream);
+      case 32: return launch_instance<32, kOperands>(a, w_map, x_map, stream);
+      default: return launch_instance<64, kOperands>(a, w_map, x_map, stream);
+    }
   }
 }
 
 }  // namespace
 
-int gemm_streamk_tokens(int64_t m) {
-  for (int tokens : {16, 32, 64})
+int64_t gemm_streamk_max_m(StreamKOperands operands) {
+  return operands == StreamKOperands::kE4M3 ? kE4M3Tokens[std::size(kE4M3Tokens) - 1]
+                                            : k16BitTokens[std::size(k16BitTokens) - 1];
+}
+
+int gemm_streamk_tokens(int64_t m, StreamKOperands operands) {
+  const std::span<const int> tiles =
+      operands == StreamKOperands::kE4M3 ? std::span<const int>(kE4M3Tokens) : std::span<const int>(k16BitTokens);
+  for (int tokens : tiles)
     if (m <= tokens) return tokens;
   return 0;
 }
@@ -279,16 +337,13 @@ int gemm_streamk_grid(int64_t n, int64_t k, StreamKOperands operands, int num_sm
 void launch_gemm_streamk(const StreamKArgs& a, const CUtensorMap& w_map, const CUtensorMap& x_map,
                          cudaStream_t stream) {
   if (a.m == 0 || a.n == 0) return;
-  if (a.tokens != gemm_streamk_tokens(a.m) || a.grid <= 0) {
+  if (a.tokens != gemm_streamk_tokens(a.m, a.operands) || a.grid <= 0) {
     check(cudaErrorInvalidValue, "gemm stream-K: tokens or grid not as planned", __FILE__, __LINE__);
   }
   switch (a.operands) {
     case StreamKOperands::kBF16: launch_for_type<StreamKOperands::kBF16>(a, w_map, x_map, stream); break;
     case StreamKOperands::kF16: launch_for_type<StreamKOperands::kF16>(a, w_map, x_map, stream); break;
-    case StreamKOperands::kE4M3:  // gemm_fp8 routes M 9-16 only
-      if (a.tokens != 16) check(cudaErrorInvalidValue, "gemm stream-K: e4m3 takes 16 tokens", __FILE__, __LINE__);
-      launch_instance<16, StreamKOperands::kE4M3>(a, w_map, x_map, stream);
-      break;
+    case StreamKOperands::kE4M3: launch_for_type<StreamKOperands::kE4M3>(a, w_map, x_map, stream); break;
   }
   BRISK_CUDA_CHECK(cudaGetLastError());
 }
