@@ -134,10 +134,7 @@ TEST(GemmFp8Perf, Llama8B) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   Allocator& alloc = cuda_backend().allocator();
   const int64_t n = 28672, k = 4096;
-  Tensor w_host(cpu_allocator(), DType::kF8E4M3, {n, k});
-  for (int64_t i = 0; i < n * k; ++i)  // finite codes of both signs
-    w_host.data_as<uint8_t>()[i] = static_cast<uint8_t>((static_cast<uint32_t>(i) * 2654435761u >> 24) % 0x7e | (i & 1) << 7);
-  Tensor w8 = to_device(w_host);
+  const Tensor w8 = std::move(fp8_weight_copies(n, k).front());
   for (int block_size : {0, 128}) {
     const int64_t groups = block_size > 0 ? k / block_size : 1;
     Tensor scale = to_device(make_tensor(DType::kF32, {n, groups}, std::vector<double>(n * groups, 1e-3)));
@@ -165,11 +162,7 @@ TEST(GemmFp8Perf, Decode) {
       {"gate_up", {28672, 4096}}, {"qkv", {6144, 4096}}, {"o_proj", {4096, 4096}}, {"down", {4096, 14336}}};
   for (const auto& [name, nk] : shapes) {
     const auto [n, k] = nk;
-    Tensor w_host(cpu_allocator(), DType::kF8E4M3, {n, k});
-    for (int64_t i = 0; i < n * k; ++i)
-      w_host.data_as<uint8_t>()[i] = static_cast<uint8_t>((static_cast<uint32_t>(i) * 2654435761u >> 24) % 0x7e | (i & 1) << 7);
-    std::vector<Tensor> copies;
-    for (int i = 0; i < static_cast<int>(std::ceil(256e6 / (n * k))); ++i) copies.push_back(to_device(w_host));
+    const std::vector<Tensor> copies = fp8_weight_copies(n, k);
     for (int block_size : {0, 128}) {
       const int64_t groups = block_size > 0 ? k / block_size : 1;
       Tensor scale = to_device(make_tensor(DType::kF32, {n, groups}, std::vector<double>(n * groups, 1e-3)));

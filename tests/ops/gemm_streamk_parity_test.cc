@@ -202,11 +202,7 @@ TEST(GemmFp8Perf, StreamK) {
   struct Shape { const char* name; int64_t n, k; };
   const Shape shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
   for (const Shape& s : shapes) {
-    Tensor w_host(cpu_allocator(), DType::kF8E4M3, {s.n, s.k});
-    for (int64_t i = 0; i < s.n * s.k; ++i)  // finite codes of both signs
-      w_host.data_as<uint8_t>()[i] = static_cast<uint8_t>((static_cast<uint32_t>(i) * 2654435761u >> 24) % 0x7e | (i & 1) << 7);
-    std::vector<Tensor> w;
-    for (int i = 0; i < static_cast<int>(std::ceil(256e6 / (s.n * s.k))); ++i) w.push_back(to_device(w_host));
+    const std::vector<Tensor> w = fp8_weight_copies(s.n, s.k);
     const int copies = static_cast<int>(w.size());
     Tensor scale = to_device(make_tensor(DType::kF32, {s.n, 1}, std::vector<double>(s.n, 1e-3)));
     for (int64_t m : {1, 4, 8, 9, 12, 16}) {

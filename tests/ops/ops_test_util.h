@@ -168,6 +168,19 @@ inline std::vector<Tensor> random_weight_copies(int64_t n, int64_t k) {
   return copies;
 }
 
+// The same for e4m3 [n, k] weights: finite codes of both signs (a hash of the index), copies
+// filling 256 MB.
+inline std::vector<Tensor> fp8_weight_copies(int64_t n, int64_t k) {
+  Tensor host(cpu_allocator(), DType::kF8E4M3, {n, k});
+  for (int64_t i = 0; i < n * k; ++i) {
+    const uint32_t hash = static_cast<uint32_t>(i) * 2654435761u >> 24;
+    host.data_as<uint8_t>()[i] = static_cast<uint8_t>(hash % 0x7e | (i & 1) << 7);
+  }
+  std::vector<Tensor> copies;
+  for (int i = 0; i < static_cast<int>(std::ceil(256e6 / (n * k))); ++i) copies.push_back(to_device(host));
+  return copies;
+}
+
 // A RoPE table [max_positions, head_dim] f32: cos of each position's angles, then their sin.
 inline Tensor make_cos_sin(int64_t max_positions, int head_dim, double base = 10000.0) {
   std::vector<double> values(max_positions * head_dim);

@@ -2,14 +2,14 @@
 // both bf16, both f16, or both e4m3 (then y = sum * x_scale[token] * w_scale[row] + bias, with each
 // 128-K chunk's tensor-core sum promoted to fp32 as GemmFp8Params asks). The weights are the
 // wgmma's A (128 rows a tile, two consumer warpgroups of 64), the batch's tokens its N (one token
-// tile holding all of M: 16-64 tokens with 16-bit operands, 16 with e4m3), both copied
-// by TMA in 128-byte panels (64 16-bit or 128 e4m3 K values). One block per SM walks an equal share
-// of the (tile, 128-byte K chunk) units, crossing tile boundaries, so every SM streams the same
-// number of weight bytes however few tiles N makes (qkv and o_proj at 48 and 32 tiles of 128 rows
-// leave most SMs idle in a tile-per-block kernel). A tile shared by several blocks is finished by
-// the block holding its first chunks (it reaches that tile last): the others write their fp32 sums
-// to `partials` and raise their flag, the finisher adds them in block order (deterministic for a
-// given M, N, K and grid) and stores y.
+// tile holding all of M: 16-64 tokens with 16-bit operands, 16 with e4m3), both copied by TMA in
+// 128-byte panels (64 16-bit or 128 e4m3 K values). One block per SM walks an equal share of the
+// (tile, 128-byte K chunk) units, crossing tile boundaries, so every SM streams the same number of
+// weight bytes however few tiles N makes (qkv and o_proj at 48 and 32 tiles of 128 rows leave most
+// SMs idle in a tile-per-block kernel). A tile shared by several blocks is finished by the block
+// holding its first chunks (it reaches that tile last): the others write their fp32 sums to
+// `partials` and raise their flag, the finisher adds them in block order (deterministic for a given
+// M, N, K and grid) and stores y.
 #pragma once
 
 #include <cstdint>
