@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
+#include "backend/cuda/kernels/fp8/fp8_chunk_sums.cuh"
 #include "backend/cuda/kernels/fp8/gemm_fp8.h"
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/hopper_wgmma_fp8_atoms.cuh"
@@ -114,9 +115,8 @@ __device__ __forceinline__ void fp8_consume(const Fp8WgmmaArgs& a, const Fp8Ring
   using L = Fp8Layout<kTokens, kStages>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int64_t groups = kBlocks ? a.k / kChunkK : 1;
-  float part[2][kTokens / 2];
   Fp8Scales<kTokens> scales;  // a chunk's with blocks (one chunk at a time), else the channels'
-  // Queues chunk i's MMAs into p (part[i % 2] per channel, a constant at each call).
+  // Queues chunk i's MMAs into p.
   auto issue = [&](int i, float (&p)[kTokens / 2]) {
     const int s = i % kStages;
     const uint32_t stage = ring.address + s * L::kStageBytes;
@@ -146,33 +146,15 @@ __device__ __forceinline__ void fp8_consume(const Fp8WgmmaArgs& a, const Fp8Ring
   };
   const int n = tile.num_chunks;
   if constexpr (kBlocks) {  // two sets of chunk scales and sums would spill: one chunk at a time
+    float part[kTokens / 2];
     for (int i = 0; i < n; ++i) {
-      issue(i, part[0]);
+      issue(i, part);
       hopper::wgmma_wait<0>();
-      promote(i, part[0]);
+      promote(i, part);
     }
     return;
   }
-  issue(0, part[0]);
-  int i = 1;
-  for (; i + 1 < n; i += 2) {
-    issue(i, part[1]);
-    hopper::wgmma_wait<1>();
-    promote(i - 1, part[0]);
-    issue(i + 1, part[0]);
-    hopper::wgmma_wait<1>();
-    promote(i, part[1]);
-  }
-  if (i < n) {
-    issue(i, part[1]);
-    hopper::wgmma_wait<1>();
-    promote(i - 1, part[0]);
-    hopper::wgmma_wait<0>();
-    promote(i, part[1]);
-  } else {
-    hopper::wgmma_wait<0>();
-    promote(i - 1, part[0]);
-  }
+  fp8::alternating_chunk_sums<kTokens / 2>(n, issue, promote);
   scales.load(a, tile.m0, rows, 1, 0);
   scales.apply(acc, acc, false);
 }

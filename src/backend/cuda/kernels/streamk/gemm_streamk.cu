@@ -11,6 +11,7 @@
 
 #include "backend/cuda/kernels/dynamic_shared_memory.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/fp8/fp8_chunk_sums.cuh"
 #include "backend/cuda/kernels/hopper_async.cuh"
 #include "backend/cuda/kernels/hopper_wgmma_fp8_atoms.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
@@ -180,15 +181,13 @@ struct StreamKMma {
   }
 };
 
-// The e4m3 units of a segment (ring indices i0, i0 + 1, ...): each 128-K chunk's MMAs go into a
-// fresh sum, added to acc in fp32 once complete. Two sums alternate, so that chunk j's MMAs run
-// while chunk j - 1's is added and its stage released.
+// The e4m3 units of a segment (ring indices i0, i0 + 1, ...), their sums promoted to fp32 per
+// chunk (fp8_chunk_sums.cuh).
 template <int kTokens>
 __device__ __forceinline__ void streamk_consume_e4m3(const StreamKRing<kTokens>& ring, int i0, int n,
                                                      float (&acc)[kTokens / 2]) {
   using L = StreamKLayout<kTokens>;
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
-  float part[2][kTokens / 2];
   auto issue = [&](int j, float (&p)[kTokens / 2]) {
     const int s = (i0 + j) % L::kStages;
     const uint32_t stage = ring.address + s * L::kStageBytes;
@@ -210,26 +209,7 @@ __device__ __forceinline__ void streamk_consume_e4m3(const StreamKRing<kTokens>&
 #pragma unroll
     for (int v = 0; v < kTokens / 2; ++v) acc[v] = j > 0 ? acc[v] + p[v] : p[v];
   };
-  issue(0, part[0]);
-  int j = 1;
-  for (; j + 1 < n; j += 2) {
-    issue(j, part[1]);
-    hopper::wgmma_wait<1>();
-    promote(j - 1, part[0]);
-    issue(j + 1, part[0]);
-    hopper::wgmma_wait<1>();
-    promote(j, part[1]);
-  }
-  if (j < n) {
-    issue(j, part[1]);
-    hopper::wgmma_wait<1>();
-    promote(j - 1, part[0]);
-    hopper::wgmma_wait<0>();
-    promote(j, part[1]);
-  } else {
-    hopper::wgmma_wait<0>();
-    promote(j - 1, part[0]);
-  }
+  fp8::alternating_chunk_sums<kTokens / 2>(n, issue, promote);
 }
 
 template <int kTokens, StreamKOperands kOperands>
