@@ -132,7 +132,8 @@ def main():
     rates = Rates(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Rates)})
     runs = [("these rates", rates)]
     if args.sweep:
-        limits = {"tflops": 1.15 * rates.tflops, "weight_efficiency": 1.0, "attention_efficiency": 1.0, "step_overhead_ms": 0.0}
+        limits = {"tflops": 1.15 * rates.tflops, "weight_efficiency": 1.0, "attention_efficiency": 1.0,
+                  "step_overhead_ms": 0.0}
         runs += [(f"{name} {value:g}", dataclasses.replace(rates, **{name: value})) for name, value in limits.items()]
         runs.append(("all of them", dataclasses.replace(rates, **limits)))
     shape = Shape(layer_weight_bytes=Shape.layer_weight_bytes / 2) if args.fp8 else Shape()
