@@ -134,7 +134,7 @@ TEST(GemmFp8Perf, Llama8B) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   Allocator& alloc = cuda_backend().allocator();
   const int64_t n = 28672, k = 4096;
-  const Tensor w8 = std::move(fp8_weight_copies(n, k).front());
+  const Tensor w8 = std::move(fp8_weight_copies(n, k, 0).front());  // one copy
   for (int block_size : {0, 128}) {
     const int64_t groups = block_size > 0 ? k / block_size : 1;
     Tensor scale = to_device(make_tensor(DType::kF32, {n, groups}, std::vector<double>(n * groups, 1e-3)));

@@ -39,6 +39,11 @@ struct StreamRunner {
     runner.run(ctx, p, path);
     BRISK_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
+  void run_fp8(const GemmFp8Params& p, GemmRunner::Path path) {
+    cuda_backend().synchronize();
+    cuda::gemm_fp8(ctx, runner, p, path);
+    BRISK_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
 };
 
 StreamRunner& stream_runner() {
@@ -114,16 +119,12 @@ TEST(GemmFp8, NamedPathsRejectWhatTheyCannotTake) {
   Tensor blocks = to_device(make_tensor(DType::kF32, {128, 2}, std::vector<double>(256, 1e-3)));
   Tensor x(alloc, DType::kBF16, {17, 256}), y(alloc, DType::kBF16, {17, 128});
   fill_random(x, 1);
-  const auto run = [&](const GemmFp8Params& p, GemmRunner::Path path) {
-    cuda_backend().synchronize();
-    cuda::gemm_fp8(r.ctx, r.runner, p, path);
-    BRISK_CUDA_CHECK(cudaStreamSynchronize(r.stream));
-  };
-  EXPECT_ERROR_CONTAINS(run({x, w, channel, {}, 0, {}, y}, GemmRunner::Path::kStreamK), "stream-K kernel cannot take");
-  const TensorView x16 = x.view().slice(0, 0, 16), y16 = y.view().slice(0, 0, 16);
-  EXPECT_ERROR_CONTAINS(run({x16, w, blocks, {}, 128, {}, y16}, GemmRunner::Path::kStreamK),
+  EXPECT_ERROR_CONTAINS(r.run_fp8({x, w, channel, {}, 0, {}, y}, GemmRunner::Path::kStreamK),
                         "stream-K kernel cannot take");
-  EXPECT_ERROR_CONTAINS(run({x16, w, channel, {}, 0, {}, y16}, GemmRunner::Path::kGemv), "no such path");
+  const TensorView x16 = x.view().slice(0, 0, 16), y16 = y.view().slice(0, 0, 16);
+  EXPECT_ERROR_CONTAINS(r.run_fp8({x16, w, blocks, {}, 128, {}, y16}, GemmRunner::Path::kStreamK),
+                        "stream-K kernel cannot take");
+  EXPECT_ERROR_CONTAINS(r.run_fp8({x16, w, channel, {}, 0, {}, y16}, GemmRunner::Path::kGemv), "no such path");
 }
 
 // Microseconds a call of path, the calls recorded into one graph on the runner's stream and

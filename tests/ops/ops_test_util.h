@@ -169,15 +169,15 @@ inline std::vector<Tensor> random_weight_copies(int64_t n, int64_t k) {
 }
 
 // The same for e4m3 [n, k] weights: finite codes of both signs (a hash of the index), copies
-// filling 256 MB.
-inline std::vector<Tensor> fp8_weight_copies(int64_t n, int64_t k) {
+// filling `bytes` (at least one).
+inline std::vector<Tensor> fp8_weight_copies(int64_t n, int64_t k, double bytes = 256e6) {
   Tensor host(cpu_allocator(), DType::kF8E4M3, {n, k});
   for (int64_t i = 0; i < n * k; ++i) {
     const uint32_t hash = static_cast<uint32_t>(i) * 2654435761u >> 24;
     host.data_as<uint8_t>()[i] = static_cast<uint8_t>(hash % 0x7e | (i & 1) << 7);
   }
   std::vector<Tensor> copies;
-  for (int i = 0; i < static_cast<int>(std::ceil(256e6 / (n * k))); ++i) copies.push_back(to_device(host));
+  for (int i = 0; i < std::max(1, static_cast<int>(std::ceil(bytes / (n * k)))); ++i) copies.push_back(to_device(host));
   return copies;
 }
 

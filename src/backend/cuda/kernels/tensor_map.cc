@@ -52,21 +52,33 @@ CUresult encode_tensor_map_16bit(CUtensorMap& map, FloatType type, int rank, con
                 rank, base, dims, strides, box, op);
 }
 
-CUresult encode_tensor_map_8bit(CUtensorMap& map, int rank, const void* base, const cuuint64_t* dims,
-                                const cuuint64_t* strides, const cuuint32_t* box, const char* op) {
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, base, dims, strides, box, op);
-}
+namespace {
 
-CUtensorMap panel_tensor_map_16bit(const void* base, FloatType type, int64_t rows, int64_t k, int64_t stride,
-                                   int box_rows, const char* op, const char* what) {
+// A [rows, k] matrix of elements of `bytes` bytes in boxes of one 128-byte panel row x box_rows.
+CUtensorMap panel_tensor_map(CUtensorMapDataType type, int bytes, const void* base, int64_t rows, int64_t k,
+                             int64_t stride, int box_rows, const char* op, const char* what) {
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride) * 2};
-  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
-  const CUresult result = encode_tensor_map_16bit(map, type, 2, base, dims, strides, box, op);
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride) * bytes};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(128 / bytes), static_cast<cuuint32_t>(box_rows)};
+  const CUresult result = encode(map, type, 2, base, dims, strides, box, op);
   BRISK_CHECK(result == CUDA_SUCCESS, "{}: cuTensorMapEncodeTiled failed (CUresult {}) for {} [{}, {}] (row stride {})",
               op, static_cast<int>(result), what, rows, k, stride);
   return map;
+}
+
+}  // namespace
+
+CUtensorMap panel_tensor_map_16bit(const void* base, FloatType type, int64_t rows, int64_t k, int64_t stride,
+                                   int box_rows, const char* op, const char* what) {
+  BRISK_CHECK(type == FloatType::kBF16 || type == FloatType::kF16, "{}: tensor maps here take 16-bit elements", op);
+  return panel_tensor_map(type == FloatType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                          2, base, rows, k, stride, box_rows, op, what);
+}
+
+CUtensorMap panel_tensor_map_8bit(const void* base, int64_t rows, int64_t k, int64_t stride, int box_rows,
+                                  const char* op, const char* what) {
+  return panel_tensor_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, base, rows, k, stride, box_rows, op, what);
 }
 
 }  // namespace brisk::cuda

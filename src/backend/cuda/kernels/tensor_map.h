@@ -21,14 +21,13 @@ CUresult encode_tensor_map_16bit(CUtensorMap& map, FloatType type, int rank, con
                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                                  const char* op);
 
-// The same over one-byte elements (e4m3).
-CUresult encode_tensor_map_8bit(CUtensorMap& map, int rank, const void* base, const cuuint64_t* dims,
-                                const cuuint64_t* strides, const cuuint32_t* box, const char* op);
-
 // A map over a 16-bit [rows, k] matrix (rows `stride` elements apart, 16-byte aligned) in boxes of
 // 64 K values (one 128-byte panel row) x box_rows rows; rows past the matrix read as zeros. Throws
 // naming op and what when the driver refuses it.
 CUtensorMap panel_tensor_map_16bit(const void* base, FloatType type, int64_t rows, int64_t k, int64_t stride,
                                    int box_rows, const char* op, const char* what);
+// The same over a one-byte (e4m3) matrix: boxes of 128 K values x box_rows rows.
+CUtensorMap panel_tensor_map_8bit(const void* base, int64_t rows, int64_t k, int64_t stride, int box_rows,
+                                  const char* op, const char* what);
 
 }  // namespace brisk::cuda

@@ -33,16 +33,9 @@ constexpr int64_t kPerRowTileRows = 128;
 // fixed cost of a few us; past M 16 the wgmma kernel and cuBLASLt are (docs/perf/fp8.md).
 bool streamk_routed(int64_t m) { return m > kFp8MmaMaxRows && m <= gemm_streamk_max_m(StreamKOperands::kE4M3); }
 
-// The wgmma kernel's tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
+// The FP8 kernels' tensor map over an e4m3 [rows, k] matrix: boxes of 128 bytes x box_rows.
 CUtensorMap panel_map(const uint8_t* base, int64_t rows, int64_t k, int box_rows, const char* what) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};
-  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(box_rows)};
-  const CUresult result = encode_tensor_map_8bit(map, 2, base, dims, strides, box, "gemm_fp8");
-  BRISK_CHECK(result == CUDA_SUCCESS, "gemm_fp8: cuTensorMapEncodeTiled failed (CUresult {}) for {} [{}, {}]",
-              static_cast<int>(result), what, rows, k);
-  return map;
+  return panel_tensor_map_8bit(base, rows, k, k, box_rows, "gemm_fp8", what);
 }
 
 }  // namespace

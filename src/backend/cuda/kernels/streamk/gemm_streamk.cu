@@ -166,6 +166,27 @@ __device__ __forceinline__ void streamk_finish(const StreamKArgs& a, const Strea
   }
 }
 
+// A consumer's view of the stage of ring index i, once full: the descriptors of its warpgroup's 64
+// weight rows and of x's panel.
+struct StagePanels {
+  uint64_t w, x;
+};
+template <int kTokens>
+__device__ __forceinline__ StagePanels wait_stage(const StreamKRing<kTokens>& ring, int i) {
+  using L = StreamKLayout<kTokens>;
+  const int s = i % L::kStages;
+  const uint32_t stage = ring.address + s * L::kStageBytes;
+  hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
+  return {hopper::smem_descriptor(stage + threadIdx.x / 128 * 64 * kPanelBytes, 16, 1024),
+          hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024)};
+}
+// Hands the stage of ring index i back to the producer (its MMAs completed).
+template <int kTokens>
+__device__ __forceinline__ void free_stage(const StreamKRing<kTokens>& ring, int i) {
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (i % StreamKLayout<kTokens>::kStages));
+}
+
 // A unit's MMAs into acc: four k16 steps of the 128-byte panels (16-bit operands).
 template <int kTokens, StreamKOperands kOperands>
 struct StreamKMma {
@@ -186,26 +207,19 @@ struct StreamKMma {
 template <int kTokens>
 __device__ __forceinline__ void streamk_consume_e4m3(const StreamKRing<kTokens>& ring, int i0, int n,
                                                      float (&acc)[kTokens / 2]) {
-  using L = StreamKLayout<kTokens>;
-  const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   auto issue = [&](int j, float (&p)[kTokens / 2]) {
-    const int s = (i0 + j) % L::kStages;
-    const uint32_t stage = ring.address + s * L::kStageBytes;
-    hopper::mbarrier_wait(ring.full_bar + 8 * s, ((i0 + j) / L::kStages) & 1);
-    const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
-    const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
+    const StagePanels d = wait_stage(ring, i0 + j);
     hopper::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      hopper::WgmmaFp8<kTokens>::ss(p, hopper::smem_descriptor_advance(w_desc, ks * 32),
-                                    hopper::smem_descriptor_advance(x_desc, ks * 32), ks > 0);
+      hopper::WgmmaFp8<kTokens>::ss(p, hopper::smem_descriptor_advance(d.w, ks * 32),
+                                    hopper::smem_descriptor_advance(d.x, ks * 32), ks > 0);
     }
     hopper::wgmma_commit();
   };
   auto promote = [&](int j, float (&p)[kTokens / 2]) {
     hopper::fence_registers(p);
-    __syncwarp();
-    if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * ((i0 + j) % L::kStages));
+    free_stage(ring, i0 + j);
 #pragma unroll
     for (int v = 0; v < kTokens / 2; ++v) acc[v] = j > 0 ? acc[v] + p[v] : p[v];
   };
@@ -216,7 +230,6 @@ template <int kTokens, StreamKOperands kOperands>
 __global__ void __launch_bounds__(kWgmmaThreads, 1)
     gemm_streamk_kernel(const StreamKArgs a, const __grid_constant__ CUtensorMap w_map,
                         const __grid_constant__ CUtensorMap x_map) {
-  using L = StreamKLayout<kTokens>;
   extern __shared__ uint8_t shared_raw[];
   const StreamKRing<kTokens> ring(shared_raw);
   const StreamKUnits units(a);
@@ -230,7 +243,6 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
   }
 
   hopper::registers_increase<kWgmmaConsumerRegisters>();
-  const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   pdl_wait();  // y and the partials
   // The next kernel may launch now: its blocks take an SM as soon as this kernel's block there
   // exits (one block an SM: the ring and the registers), not after the last block's MMAs.
@@ -244,16 +256,11 @@ __global__ void __launch_bounds__(kWgmmaThreads, 1)
     } else {
       auto release = [&](int chunk_index) {
         hopper::fence_registers(acc);
-        __syncwarp();
-        if (lane == 0) hopper::mbarrier_arrive(ring.empty_bar + 8 * (chunk_index % L::kStages));
+        free_stage(ring, chunk_index);
       };
       for (int c = c0; c < c1; ++c, ++i) {
-        const int s = i % L::kStages;
-        const uint32_t stage = ring.address + s * L::kStageBytes;
-        hopper::mbarrier_wait(ring.full_bar + 8 * s, (i / L::kStages) & 1);
-        const uint64_t w_desc = hopper::smem_descriptor(stage + wg * 64 * kPanelBytes, 16, 1024);
-        const uint64_t x_desc = hopper::smem_descriptor(stage + L::kWeightBytes, 16, 1024);
-        StreamKMma<kTokens, kOperands>::run(acc, w_desc, x_desc, c == c0);
+        const StagePanels d = wait_stage(ring, i);
+        StreamKMma<kTokens, kOperands>::run(acc, d.w, d.x, c == c0);
         if (c > c0) {
           hopper::wgmma_wait<1>();
           release(i - 1);
