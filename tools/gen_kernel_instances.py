@@ -37,12 +37,15 @@ FAMILIES = {
             "hd128_short": [(BF16, NONE, 128, 2, 3, 4, 1024), (F16, NONE, 128, 2, 3, 4, 1024)],
             "hd128": [(BF16, NONE, 128, 4, 3, 2, 0), (F16, NONE, 128, 4, 3, 2, 0)],
             "hd256": [(BF16, NONE, 256, 4, 3, 1, 0), (F16, NONE, 256, 4, 3, 1, 0)],
-            # Quantized caches (dequantized to f16) take the same shapes with more stages, so that
-            # about as many bytes are in flight per SM as with bf16 rows twice or four times as long.
-            "hd64_quant": [(F16, INT8, 64, 4, 7, 3, 0), (F16, FP8, 64, 4, 7, 3, 0), (F16, INT4, 64, 4, 13, 3, 0)],
-            "hd128_short_quant": [(F16, INT8, 128, 2, 5, 4, 1024), (F16, FP8, 128, 2, 5, 4, 1024),
-                                  (F16, INT4, 128, 2, 9, 4, 1024)],
-            "hd128_quant": [(F16, INT8, 128, 4, 4, 3, 0), (F16, FP8, 128, 4, 4, 3, 0), (F16, INT4, 128, 4, 7, 3, 0)],
+            # Quantized caches (dequantized to f16): up to head_dim 128 each warp takes 32 keys of a
+            # tile (decode_keys_per_warp). Contexts up to 1024 keys (and head_dim 64) take 2-warp
+            # blocks of 64-key tiles, 4 per SM; longer ones 4-warp blocks of 128-key tiles, 2 per SM,
+            # whose splits are half as many to merge. The stages keep about as many bytes in flight
+            # per SM as bf16's.
+            "hd64_quant": [(F16, INT8, 64, 2, 6, 4, 0), (F16, FP8, 64, 2, 6, 4, 0), (F16, INT4, 64, 2, 11, 4, 0)],
+            "hd128_short_quant": [(F16, INT8, 128, 2, 3, 4, 1024), (F16, FP8, 128, 2, 3, 4, 1024),
+                                  (F16, INT4, 128, 2, 6, 4, 1024)],
+            "hd128_quant": [(F16, INT8, 128, 4, 3, 2, 0), (F16, FP8, 128, 4, 3, 2, 0), (F16, INT4, 128, 4, 6, 2, 0)],
             "hd256_quant": [(F16, INT8, 256, 4, 5, 1, 0), (F16, FP8, 256, 4, 5, 1, 0), (F16, INT4, 256, 4, 9, 1, 0)],
         },
     },

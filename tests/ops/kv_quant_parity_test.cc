@@ -266,6 +266,10 @@ TEST_P(QuantizedKv, DecodeAttentionMatchesCpu) {
       {8, 2, 128, 16, 100, {{1, 1000}, {4, 600}}},
       {8, 2, 128, 16, 0, {{1, 32768}, {1, 20000}, {1, 7}}},             // splits
       {32, 8, 128, 16, 0, {{1, 300}, {1, 2}, {1, 17}}, true, 32768},   // context bound >> lengths
+      // Blocks holding whole runs of a tile (one address per run): 64 keys (the default), 128.
+      {32, 8, 128, 64, 0, {{1, 1}, {1, 65}, {1, 1000}, {1, 4097}}},
+      {16, 2, 64, 128, 0, {{1, 70}, {1, 2050}}},
+      {8, 2, 128, 64, 0, {{1, 32768}, {1, 200}, {3, 129}}},
   };
   for (const AttentionCase& c : cases) check_quant_attention(GetParam(), c, seed++);
 }

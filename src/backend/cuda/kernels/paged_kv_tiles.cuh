@@ -4,7 +4,9 @@
 // tid / kKvChunks + i * kKeyStep with cp.async, into the XOR-swizzled rows (kv_swizzled) of ring
 // stage t % kStages. Keys at or past key_end, or whose block-table entry is outside the table or
 // the cache, land as zeros (and read nothing). The block-table entries of a tile are fetched a
-// tile ahead (fetch_ids), so their latency hides behind the current tile's math. A quantized
+// tile ahead (fetch_ids), so their latency hides behind the current tile's math. Where cache
+// blocks hold whole runs of a tile (runs of at most 64 keys, the default block size), each run
+// takes one entry and one address, and its copies go at fixed offsets from it. A quantized
 // cache's rows (kv_codes.cuh) are copied as they are, and with int8 / int4 codes the rows' scales
 // and zeros land after the stage's V (KvRingLayout), zeros past key_end.
 //
@@ -63,6 +65,9 @@ __device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes
 template <class Config, class Args, bool kEvictFirst = false>
 struct PagedKvTiles {
   static constexpr int kLoads = Config::kLoadsPerThread;
+  static constexpr int kRunKeys = Config::kTileKeys < 64 ? Config::kTileKeys : 64;
+  static constexpr int kRuns = Config::kTileKeys / kRunKeys;
+  static_assert(kRunKeys % Config::kKeyStep == 0 && kRuns <= kLoads);
 
   __device__ __forceinline__ PagedKvTiles(const Args& args, int seq, int kv_head_arg, int key0_arg, int key_end_arg,
                                           int num_tiles_arg)
@@ -74,16 +79,19 @@ struct PagedKvTiles {
         num_tiles(num_tiles_arg),
         load_chunk(static_cast<int>(threadIdx.x) % Config::kKvChunks),
         load_key0(static_cast<int>(threadIdx.x) / Config::kKvChunks),
-        whole_tiles(args.block_size_log2 >= __builtin_ctz(Config::kTileKeys)),
+        whole_runs(args.block_size_log2 >= __builtin_ctz(kRunKeys)),
         policy(kEvictFirst ? l2_evict_first_policy() : 0) {}
 
   // Block ids of tile `tile`'s keys for this thread's copies (-1: no copy, zeros land instead);
-  // with whole tiles only ids[0], the tile's block.
+  // with whole runs only ids[r], run r's block.
   __device__ __forceinline__ void fetch_ids(int tile, int (&ids)[kLoads]) const {
-    if (whole_tiles) {
-      const int key = key0 + tile * Config::kTileKeys;
-      const int block = key >> a.block_size_log2;
-      ids[0] = tile < num_tiles && key < key_end && block < a.max_blocks_per_seq ? block_table[block] : -1;
+    if (whole_runs) {
+#pragma unroll
+      for (int r = 0; r < kRuns; ++r) {
+        const int key = key0 + tile * Config::kTileKeys + r * kRunKeys;
+        const int block = key >> a.block_size_log2;
+        ids[r] = tile < num_tiles && key < key_end && block < a.max_blocks_per_seq ? block_table[block] : -1;
+      }
       return;
     }
 #pragma unroll
@@ -103,22 +111,36 @@ struct PagedKvTiles {
     const int block_mask = (1 << a.block_size_log2) - 1;
     const char* k_cache = static_cast<const char*>(a.k_cache);
     const char* v_cache = static_cast<const char*>(a.v_cache);
-    if (whole_tiles) {  // one block holds the tile: one address, the copies at fixed offsets from it
+    if (whole_runs) {  // one block holds each run: one address per run, the copies at fixed offsets from it
       const int tile_key0 = key0 + tile * Config::kTileKeys;
-      const bool in_cache = ids[0] >= 0 && ids[0] < a.num_cache_blocks;
-      const int64_t row0 =
-          in_cache ? ((int64_t{ids[0]} * a.num_kv_heads + kv_head) << a.block_size_log2) + (tile_key0 & block_mask) : 0;
-      const char* k_src = k_cache + row0 * Config::kKvRowBytes + load_chunk * 16;
-      const char* v_src = v_cache + row0 * Config::kKvRowBytes + load_chunk * 16;
+      bool in_cache[kRuns];
+      int64_t row0[kRuns];
+      int keys[kRuns];  // of each run, those before key_end (0 for a run outside the cache)
+      const char* k_src[kRuns];
+      const char* v_src[kRuns];
+#pragma unroll
+      for (int r = 0; r < kRuns; ++r) {
+        const int run_key0 = tile_key0 + r * kRunKeys;
+        in_cache[r] = ids[r] >= 0 && ids[r] < a.num_cache_blocks;
+        row0[r] = in_cache[r] ? ((int64_t{ids[r]} * a.num_kv_heads + kv_head) << a.block_size_log2) +
+                                    (run_key0 & block_mask)
+                              : 0;
+        keys[r] = in_cache[r] ? key_end - run_key0 : 0;
+        k_src[r] = k_cache + row0[r] * Config::kKvRowBytes + load_chunk * 16;
+        v_src[r] = v_cache + row0[r] * Config::kKvRowBytes + load_chunk * 16;
+      }
 #pragma unroll
       for (int i = 0; i < kLoads; ++i) {
+        constexpr int kLoadsPerRun = kLoads / kRuns;
+        const int r = i / kLoadsPerRun;
         const int local = load_key0 + i * Config::kKeyStep;
-        const bool valid = in_cache && tile_key0 + local < key_end;
+        const bool valid = in_cache[r] && tile_key0 + local < key_end;
         const uint32_t dst = kv_swizzled<Config::kKvChunks>(local, load_chunk);
-        copy(shared_address(k_dst + dst), k_src + local * Config::kKvRowBytes, valid ? 16 : 0);
-        copy(shared_address(v_dst + dst), v_src + local * Config::kKvRowBytes, valid ? 16 : 0);
+        const int run_local = local - r * kRunKeys;
+        copy(shared_address(k_dst + dst), k_src[r] + run_local * Config::kKvRowBytes, valid ? 16 : 0);
+        copy(shared_address(v_dst + dst), v_src[r] + run_local * Config::kKvRowBytes, valid ? 16 : 0);
       }
-      if constexpr (Config::kRowParams) issue_tile_row_params(row0, in_cache ? key_end - tile_key0 : 0, k_dst);
+      if constexpr (Config::kRowParams) issue_tile_row_params(row0, keys, k_dst);
       return;
     }
 #pragma unroll
@@ -139,26 +161,40 @@ struct PagedKvTiles {
     }
   }
 
-  // Int8 / int4 with whole tiles: the tile's K scales, V scales, K zeros and V zeros are four runs
-  // of the parameter tensors (rows row0 ..), copied 16 bytes at a time by the first threads; the
-  // keys from `keys` on (those past key_end) land as zeros.
-  __device__ __forceinline__ void issue_tile_row_params(int64_t row0, int keys, uint8_t* stage) const {
-    constexpr int kScaleCopies = Config::kTileKeys * 2 / 16, kZeroCopies = Config::kTileKeys / 16;
+  // Int8 / int4 with whole runs: each run's K scales, V scales, K zeros and V zeros are four runs
+  // of the parameter tensors (rows row0[r] ..), copied 16 bytes at a time by the first threads;
+  // the keys from keys[r] on (those past key_end) land as zeros.
+  __device__ __forceinline__ void issue_tile_row_params(const int64_t (&row0)[kRuns], const int (&keys)[kRuns],
+                                                        uint8_t* stage) const {
+    constexpr int kScaleCopies = kRunKeys * 2 / 16, kZeroCopies = kRunKeys / 16;
+    constexpr int kCopiesPerRun = 2 * (kScaleCopies + kZeroCopies);
+    static_assert(kRuns * kCopiesPerRun <= Config::kThreads);
     const int t = static_cast<int>(threadIdx.x);
-    if (t >= 2 * (kScaleCopies + kZeroCopies)) return;
-    const bool scale = t < 2 * kScaleCopies;
-    const int u = scale ? t : t - 2 * kScaleCopies;
+    if (t >= kRuns * kCopiesPerRun) return;
+    const int r = t / kCopiesPerRun;
+    int64_t run_row0 = row0[0];
+    int run_keys = keys[0];
+#pragma unroll
+    for (int i = 1; i < kRuns; ++i) {  // selected, not indexed: the arrays stay in registers
+      if (r == i) {
+        run_row0 = row0[i];
+        run_keys = keys[i];
+      }
+    }
+    const int u0 = t % kCopiesPerRun;
+    const bool scale = u0 < 2 * kScaleCopies;
+    const int u = scale ? u0 : u0 - 2 * kScaleCopies;
     const int per = scale ? kScaleCopies : kZeroCopies;
     const bool value = u >= per;
     const int piece = value ? u - per : u;
     const int bytes_per_key = scale ? 2 : 1;
-    const int first = piece * 16 / bytes_per_key;  // the piece's first key in the tile
-    const int bytes = min(max(keys - first, 0) * bytes_per_key, 16);
-    const char* src = scale ? reinterpret_cast<const char*>((value ? a.quant.v_scale : a.quant.k_scale) + row0)
-                            : reinterpret_cast<const char*>((value ? a.quant.v_zero : a.quant.k_zero) + row0);
+    const int first = piece * 16 / bytes_per_key;  // the piece's first key in the run
+    const int bytes = min(max(run_keys - first, 0) * bytes_per_key, 16);
+    const char* src = scale ? reinterpret_cast<const char*>((value ? a.quant.v_scale : a.quant.k_scale) + run_row0)
+                            : reinterpret_cast<const char*>((value ? a.quant.v_zero : a.quant.k_zero) + run_row0);
     const int offset = scale ? (value ? Config::kVScaleOffset : Config::kKScaleOffset)
                              : (value ? Config::kVZeroOffset : Config::kKZeroOffset);
-    cp_async_16(shared_address(stage + offset + piece * 16), src + piece * 16, bytes);
+    cp_async_16(shared_address(stage + offset + r * kRunKeys * bytes_per_key + piece * 16), src + piece * 16, bytes);
   }
 
   // Int8 / int4: the scales of keys (key, key + 1) for an even local key, and the zeros of keys
@@ -244,7 +280,7 @@ struct PagedKvTiles {
   int num_tiles;
   int load_chunk;
   int load_key0;
-  bool whole_tiles;  // the block size is at least kTileKeys: each tile lies in one cache block
+  bool whole_runs;  // the block size is at least kRunKeys: each run of a tile lies in one cache block
   uint64_t policy;  // l2_evict_first_policy() with kEvictFirst
 };
 

@@ -23,8 +23,8 @@ BRISK_DECODE_INSTANCES(BRISK_DECLARE)
 
 using Entry = KernelEntry<DecodeAttentionArgs, DecodeKernelShape>;
 constexpr Entry kTable[] = {
-#define BRISK_ENTRY(type, codes, head_dim, warps, stages, blocks, max_context) \
-  {type, head_dim, max_context, {warps, stages, blocks},                       \
+#define BRISK_ENTRY(type, codes, head_dim, warps, stages, blocks, max_context)                 \
+  {type, head_dim, max_context, {warps, stages, blocks, decode_keys_per_warp(codes, head_dim)}, \
    &launch_decode_attention_instance<type, codes, head_dim, warps, stages, blocks>, codes},
     BRISK_DECODE_INSTANCES(BRISK_ENTRY)
 #undef BRISK_ENTRY

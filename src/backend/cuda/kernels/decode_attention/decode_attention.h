@@ -25,14 +25,23 @@ constexpr int kDecodeMaxQueryLen = 8;
 constexpr int kDecodeRowsPerBlock = 16;  // query rows (token x head) one thread block serves
 constexpr int kDecodeMaxSplits = 128;
 
-// The shape of one kernel instance: warps per thread block (each takes 16 keys of every key
-// tile, so a tile holds 16 * warps keys), shared-memory pipeline stages, and the thread blocks
-// that fit on one SM (shared memory bound). The split-KV cost model (decode_plan.h) reads it.
+// Keys each warp takes of every key tile: 16 over a 16-bit cache; 32 over a quantized one up to
+// head_dim 128, whose tiles cost more instructions per key (dequantization, row parameters): the
+// softmax's per-tile work (shuffles, votes, rescale factors) and the block's barrier then spread
+// over twice the keys, and S's four n-tiles give each k-step four independent mma's.
+constexpr int decode_keys_per_warp(KvCodes codes, int head_dim) {
+  return codes != KvCodes::kNone && head_dim <= 128 ? 32 : 16;
+}
+
+// The shape of one kernel instance: warps per thread block (a key tile holds keys_per_warp *
+// warps keys), shared-memory pipeline stages, and the thread blocks that fit on one SM (shared
+// memory bound). The split-KV cost model (decode_plan.h) reads it.
 struct DecodeKernelShape {
   int warps = 4;
   int stages = 3;
   int blocks_per_sm = 2;
-  constexpr int tile_keys() const { return warps * 16; }
+  int keys_per_warp = 16;
+  constexpr int tile_keys() const { return warps * keys_per_warp; }
 };
 
 struct DecodeAttentionArgs : PagedAttentionArgs {

@@ -7,15 +7,18 @@
 
 namespace brisk::cuda::decode {
 
-constexpr int kKeysPerWarp = 16;  // each warp takes 16 keys of every tile: one m16n8k16 S tile pair
 static_assert(kDecodeRowsPerBlock == 16);
 
 template <int kHeadDimArg, int kWarpsArg, int kStagesArg, int kBlocksPerSmArg, KvCodes kCodesArg = KvCodes::kNone>
-struct DecodeConfig : KvRingLayout<kHeadDimArg, kWarpsArg * kKeysPerWarp, kWarpsArg * 32, kCodesArg> {
-  using Ring = KvRingLayout<kHeadDimArg, kWarpsArg * kKeysPerWarp, kWarpsArg * 32, kCodesArg>;
+struct DecodeConfig
+    : KvRingLayout<kHeadDimArg, kWarpsArg * decode_keys_per_warp(kCodesArg, kHeadDimArg), kWarpsArg * 32, kCodesArg> {
+  using Ring =
+      KvRingLayout<kHeadDimArg, kWarpsArg * decode_keys_per_warp(kCodesArg, kHeadDimArg), kWarpsArg * 32, kCodesArg>;
   static constexpr int kHeadDim = kHeadDimArg;
   static constexpr int kWarps = kWarpsArg;
   static constexpr int kThreads = kWarps * 32;
+  static constexpr int kKeysPerWarp = decode_keys_per_warp(kCodesArg, kHeadDimArg);  // of every tile
+  static constexpr int kKeySteps = kKeysPerWarp / 16;  // 16-key k-steps of P V (m16n8k16 S tile pairs)
   static constexpr int kTileKeys = kWarps * kKeysPerWarp;  // keys per pipeline stage
   static constexpr int kStages = kStagesArg;
   static constexpr int kBlocksPerSm = kBlocksPerSmArg;

@@ -1,10 +1,10 @@
-// The decode attention kernel's mainloop: key tiles of 16 kWarps keys (K and V) stream through a
+// The decode attention kernel's mainloop: key tiles of kTileKeys keys (K and V) stream through a
 // kStages-deep shared-memory ring (paged_kv_tiles.cuh: 16-byte cp.async with zero fill, rows
 // XOR-swizzled for conflict-free ldmatrix), so (kStages - 1) tiles per block are in flight. The
 // block-table entries of a tile are loaded one tile ahead, so issuing copies never waits on them.
-// Warp w takes keys [16 w, 16 w + 16) of each tile (with block size 16 one contiguous 16 x
-// head_dim block): S = Q K^T (16 x 16, fp32 accumulators), causal / sliding-window mask per row,
-// online softmax in log2 units, P rounded to the KV dtype, O += P V (16 x head_dim, fp32).
+// Warp w takes keys [kKeysPerWarp w, kKeysPerWarp (w + 1)) of each tile (decode_keys_per_warp):
+// S = Q K^T (16 x kKeysPerWarp, fp32 accumulators), causal / sliding-window mask per row, online
+// softmax in log2 units, P rounded to the KV dtype, O += P V (16 x head_dim, fp32) in 16-key k-steps.
 //
 // Thread layout (mma.sync m16n8k16): lane = 4 g + t4 holds rows g and g + 8 of S and O. Over a
 // quantized cache the K and V fragments are DecodeQuantTile's.
@@ -23,6 +23,8 @@ namespace brisk::cuda::decode {
 template <FloatType kKvType, typename C>
 struct DecodeMainloop {
   static constexpr int kHeadDim = C::kHeadDim;
+  static constexpr int kKeysPerWarp = C::kKeysPerWarp;
+  static constexpr int kKeySteps = C::kKeySteps;
   using Kv = KvTraits<kKvType>;
 
   int lane, warp, g, t4;
@@ -126,11 +128,11 @@ struct DecodeMainloop {
     }
   }
 
-  // The warp's 16 keys of one tile, from warp_key0; stage: the tile's {K, V} in the ring.
+  // The warp's kKeysPerWarp keys of one tile, from warp_key0; stage: the tile's {K, V} in the ring.
   __device__ __forceinline__ void tile(int warp_key0, const uint8_t* stage) {
     if (warp_key0 > last_position || warp_key0 + kKeysPerWarp - 1 < lowest_key) return;  // no row sees them
-    float s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-    uint32_t p_frag[4];
+    float s[2 * kKeySteps][4] = {};
+    uint32_t p_frag[kKeySteps][4];
     if constexpr (C::kCodes == KvCodes::kNone) {
       const uint32_t k_base = shared_address(stage);
       scores(s, k_base);
@@ -139,7 +141,7 @@ struct DecodeMainloop {
     } else {
       const DecodeQuantTile<C> quant{stage, warp, g, t4};
       quant.scores(s, [this](uint32_t(&qa)[4], int kk) { q_fragment(qa, kk); });
-      float v_scale[4] = {1.0f, 1.0f, 1.0f, 1.0f}, v_zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float v_scale[4 * kKeySteps], v_zero[4 * kKeySteps];
       if constexpr (C::kRowParams) {
         quant.correct_scores(s, q_sum);
         quant.v_params(v_scale, v_zero);
@@ -160,64 +162,86 @@ struct DecodeMainloop {
     }
   }
 
-  // S = Q K^T for the warp's 16 keys: n-tile 0 = keys 0-7, n-tile 1 = keys 8-15.
-  __device__ __forceinline__ void scores(float (&s)[2][4], uint32_t k_base) const {
+  // S = Q K^T for the warp's keys: n-tile n = keys 8 n .. 8 n + 7.
+  __device__ __forceinline__ void scores(float (&s)[2 * kKeySteps][4], uint32_t k_base) const {
     const int matrix = lane / 8;
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       uint32_t qa[4];
       q_fragment(qa, kk);
-      uint32_t b[4];
-      ldmatrix_x4(b, k_base + swizzled<C::kChunks>(warp * kKeysPerWarp + (matrix >> 1) * 8 + lane % 8,
-                                                   kk * 2 + (matrix & 1)));
-      Kv::mma(s[0], qa, b[0], b[1]);
-      Kv::mma(s[1], qa, b[2], b[3]);
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) {
+        uint32_t b[4];
+        ldmatrix_x4(b, k_base + swizzled<C::kChunks>(warp * kKeysPerWarp + 16 * j + (matrix >> 1) * 8 + lane % 8,
+                                                     kk * 2 + (matrix & 1)));
+        Kv::mma(s[2 * j], qa, b[0], b[1]);
+        Kv::mma(s[2 * j + 1], qa, b[2], b[3]);
+      }
     }
   }
 
-  // Mask, online softmax (log2 units), O rescaled, P in the KV dtype as the A operand of P V.
-  // With int8 / int4 codes P' = P times V's row scales (v_scale, per element of P's fragment), and
-  // v_sum adds P' (1024 + zero) (v_zero) per row, which finish() takes from O.
-  __device__ __forceinline__ void softmax(const float (&s)[2][4], int warp_key0, uint32_t (&p_frag)[4],
-                                          const float (&v_scale)[4] = {}, const float (&v_zero)[4] = {}) {
-    // Whether every row sees all 16 keys (the mask is then skipped; uniform over the warp).
+  // Mask, online softmax (log2 units), O rescaled, P in the KV dtype as the A operand of P V
+  // (p_frag[j]: k-step j, keys 16 j ..). With int8 / int4 codes P' = P times V's row scales
+  // (v_scale, per element of P's fragments), and v_sum adds P' (1024 + zero) (v_zero) per row,
+  // which finish() takes from O.
+  __device__ __forceinline__ void softmax(const float (&s)[2 * kKeySteps][4], int warp_key0,
+                                          uint32_t (&p_frag)[kKeySteps][4], const float (&v_scale)[4 * kKeySteps] = {},
+                                          const float (&v_zero)[4 * kKeySteps] = {}) {
+    constexpr int kValues = 4 * kKeySteps;  // of each of the thread's two rows
+    // Whether every row sees all the warp's keys (the mask is then skipped; uniform over the warp).
     const bool all_visible = __all_sync(0xFFFFFFFFu, warp_key0 >= max(row_lo[0], row_lo[1]) &&
                                                          warp_key0 + kKeysPerWarp - 1 <= min(row_hi[0], row_hi[1]));
     float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float x[4];
+      // x[e]: key 8 (e / 2) + 2 t4 + e % 2 of row g + 8 h.
+      float x[kValues];
       if (all_visible) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) x[e] = s[e >> 1][2 * h + (e & 1)] * scale_log2;
+        for (int e = 0; e < kValues; ++e) x[e] = s[e >> 1][2 * h + (e & 1)] * scale_log2;
       } else {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
+        for (int e = 0; e < kValues; ++e) {
           const int key = warp_key0 + (e >> 1) * 8 + 2 * t4 + (e & 1);
           const bool visible = key <= row_hi[h] && key >= row_lo[h];
           x[e] = visible ? s[e >> 1][2 * h + (e & 1)] * scale_log2 : -INFINITY;
         }
       }
-      const float tile_max = quad_max(fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3])));
+      float tile_max = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+#pragma unroll
+      for (int e = 4; e < kValues; e += 4) {
+        tile_max = fmaxf(tile_max, fmaxf(fmaxf(x[e], x[e + 1]), fmaxf(x[e + 2], x[e + 3])));
+      }
+      tile_max = quad_max(tile_max);
       const float m_new = fmaxf(m[h], tile_max);
       const float base = m_new == -INFINITY ? 0.0f : m_new;
       alpha[h] = exp2f(m[h] - base);  // 0 while nothing was visible, 1 when the max held
       m[h] = m_new;
-      float p[4];
+      float p[kValues];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) p[e] = exp2f(x[e] - base);
-      // a0/a2: row g, keys 2 t4 (+8); a1/a3: row g + 8. Sums use the rounded weights.
-      float r0, r1, r2, r3;
-      if constexpr (C::kRowParams) {
-        p_frag[h] = Kv::pack(p[0] * v_scale[0], p[1] * v_scale[1], r0, r1);
-        p_frag[h + 2] = Kv::pack(p[2] * v_scale[2], p[3] * v_scale[3], r2, r3);
-        l[h] = l[h] * alpha[h] + ((p[0] + p[1]) + (p[2] + p[3]));
-        v_sum[h] = v_sum[h] * alpha[h] + ((r0 * v_zero[0] + r1 * v_zero[1]) + (r2 * v_zero[2] + r3 * v_zero[3]));
-      } else {
-        p_frag[h] = Kv::pack(p[0], p[1], r0, r1);
-        p_frag[h + 2] = Kv::pack(p[2], p[3], r2, r3);
-        l[h] = l[h] * alpha[h] + ((r0 + r1) + (r2 + r3));
+      for (int e = 0; e < kValues; ++e) p[e] = exp2f(x[e] - base);
+      // Of k-step j, a0 / a2: row g, keys 2 t4 (+8); a1 / a3: row g + 8. Sums use the rounded
+      // weights (over int8 / int4 codes the unrounded ones: P' is P times the scales).
+      float l_tile = 0.0f, v_tile = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kKeySteps; ++j) {
+        const float* pj = p + 4 * j;
+        float r0, r1, r2, r3;
+        if constexpr (C::kRowParams) {
+          const float* sc = v_scale + 4 * j;
+          const float* z = v_zero + 4 * j;
+          p_frag[j][h] = Kv::pack(pj[0] * sc[0], pj[1] * sc[1], r0, r1);
+          p_frag[j][h + 2] = Kv::pack(pj[2] * sc[2], pj[3] * sc[3], r2, r3);
+          l_tile += (pj[0] + pj[1]) + (pj[2] + pj[3]);
+          v_tile += (r0 * z[0] + r1 * z[1]) + (r2 * z[2] + r3 * z[3]);
+        } else {
+          p_frag[j][h] = Kv::pack(pj[0], pj[1], r0, r1);
+          p_frag[j][h + 2] = Kv::pack(pj[2], pj[3], r2, r3);
+          l_tile += (r0 + r1) + (r2 + r3);
+        }
       }
+      l[h] = l[h] * alpha[h] + l_tile;
+      if constexpr (C::kRowParams) v_sum[h] = v_sum[h] * alpha[h] + v_tile;
     }
     // O rescaled only when some row of the warp saw a new max (rarely after the first tiles).
     if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
@@ -232,15 +256,18 @@ struct DecodeMainloop {
   }
 
   // O += P V: V rows are keys (k), columns head dims (n), read transposed.
-  __device__ __forceinline__ void accumulate_pv(const uint32_t (&p_frag)[4], uint32_t v_base) {
+  __device__ __forceinline__ void accumulate_pv(const uint32_t (&p_frag)[kKeySteps][4], uint32_t v_base) {
     const int matrix = lane / 8;
 #pragma unroll
-    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, v_base + swizzled<C::kChunks>(warp * kKeysPerWarp + (matrix & 1) * 8 + lane % 8,
-                                                         dn * 2 + (matrix >> 1)));
-      Kv::mma(acc[2 * dn], p_frag, b[0], b[1]);
-      Kv::mma(acc[2 * dn + 1], p_frag, b[2], b[3]);
+    for (int j = 0; j < kKeySteps; ++j) {
+#pragma unroll
+      for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, v_base + swizzled<C::kChunks>(warp * kKeysPerWarp + 16 * j + (matrix & 1) * 8 + lane % 8,
+                                                           dn * 2 + (matrix >> 1)));
+        Kv::mma(acc[2 * dn], p_frag[j], b[0], b[1]);
+        Kv::mma(acc[2 * dn + 1], p_frag[j], b[2], b[3]);
+      }
     }
   }
 };

@@ -58,6 +58,8 @@ struct DecodeQuantTile {
   static constexpr int kHeadDim = C::kHeadDim;
   static constexpr int kKSpan = C::kKvRowBytes / 4;  // bytes of a lane's K span
   static constexpr int kVSpan = C::kKvRowBytes / 8;  // bytes of a lane's V span
+  static constexpr int kKeysPerWarp = C::kKeysPerWarp;
+  static constexpr int kNTiles = kKeysPerWarp / 8;  // 8-key n-tiles of the warp's S
   static_assert(kKSpan % 8 == 0 && kVSpan % 4 == 0, "head_dim 64 or more");
   using KvF16 = KvTraits<FloatType::kF16>;
 
@@ -85,19 +87,19 @@ struct DecodeQuantTile {
     }
   }
 
-  // Raw S = Q K'^T for the warp's 16 keys, K' the f16 (1024 +) codes; q_frag(kk) gives q's A
-  // fragment of k-step kk.
+  // Raw S = Q K'^T for the warp's keys (n-tile n: keys 8 n ..), K' the f16 (1024 +) codes;
+  // q_frag(kk) gives q's A fragment of k-step kk.
   template <typename QFrag>
-  __device__ __forceinline__ void scores(float (&s)[2][4], QFrag&& q_frag) const {
-    uint32_t words[2][kKSpan / 4];  // n-tile h: key 8 h + g
+  __device__ __forceinline__ void scores(float (&s)[kNTiles][4], QFrag&& q_frag) const {
+    uint32_t words[kNTiles][kKSpan / 4];  // n-tile h: key 8 h + g
 #pragma unroll
-    for (int h = 0; h < 2; ++h) load_span<kKSpan>(stage, warp * kKeysPerWarp + 8 * h + g, t4 * kKSpan, words[h]);
+    for (int h = 0; h < kNTiles; ++h) load_span<kKSpan>(stage, warp * kKeysPerWarp + 8 * h + g, t4 * kKSpan, words[h]);
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       uint32_t qa[4];
       q_frag(qa, kk);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < kNTiles; ++h) {
         uint32_t b0, b1;
         if constexpr (kCodes == KvCodes::kInt8) {
           b0 = u8_pair_plus_1024(words[h][kk], false);
@@ -117,9 +119,9 @@ struct DecodeQuantTile {
 
   // The scores of raw S (int8 / int4): element e of n-tile n is key 8 n + 2 t4 + e % 2 of row
   // g + 8 (e / 2); q_sum[h] is row g + 8 h's sum of q.
-  __device__ __forceinline__ void correct_scores(float (&s)[2][4], const float (&q_sum)[2]) const {
+  __device__ __forceinline__ void correct_scores(float (&s)[kNTiles][4], const float (&q_sum)[2]) const {
 #pragma unroll
-    for (int n = 0; n < 2; ++n) {
+    for (int n = 0; n < kNTiles; ++n) {
       const int key = warp * kKeysPerWarp + 8 * n + 2 * t4;
       const __half2 scale = as_half2(*reinterpret_cast<const uint32_t*>(stage + C::kKScaleOffset + 2 * key));
       const uint16_t zeros = *reinterpret_cast<const uint16_t*>(stage + C::kKZeroOffset + key);
@@ -133,24 +135,32 @@ struct DecodeQuantTile {
     }
   }
 
-  // V's row parameters of the keys of P's fragment (e: key 2 t4 + e % 2 + 8 (e / 2)): scale and
-  // 1024 + zero.
-  __device__ __forceinline__ void v_params(float (&scale)[4], float (&zero)[4]) const {
-    const int key0 = warp * kKeysPerWarp + 2 * t4;
+  // V's row parameters of the keys of P's fragments (e: key 8 (e / 2) + 2 t4 + e % 2, as the
+  // mainloop's softmax numbers them): scale and 1024 + zero.
+  __device__ __forceinline__ void v_params(float (&scale)[2 * kNTiles], float (&zero)[2 * kNTiles]) const {
 #pragma unroll
-    for (int p = 0; p < 2; ++p) {
-      const float2 sc = __half22float2(as_half2(*reinterpret_cast<const uint32_t*>(stage + C::kVScaleOffset + 2 * (key0 + 8 * p))));
-      const uint16_t zeros = *reinterpret_cast<const uint16_t*>(stage + C::kVZeroOffset + key0 + 8 * p);
-      scale[2 * p] = sc.x;
-      scale[2 * p + 1] = sc.y;
-      zero[2 * p] = 1024.0f + (zeros & 0xFF);
-      zero[2 * p + 1] = 1024.0f + (zeros >> 8);
+    for (int n = 0; n < kNTiles; ++n) {
+      const int key = warp * kKeysPerWarp + 8 * n + 2 * t4;
+      const float2 sc =
+          __half22float2(as_half2(*reinterpret_cast<const uint32_t*>(stage + C::kVScaleOffset + 2 * key)));
+      const uint16_t zeros = *reinterpret_cast<const uint16_t*>(stage + C::kVZeroOffset + key);
+      scale[2 * n] = sc.x;
+      scale[2 * n + 1] = sc.y;
+      zero[2 * n] = 1024.0f + (zeros & 0xFF);
+      zero[2 * n + 1] = 1024.0f + (zeros >> 8);
     }
   }
 
   // O += P V' (V' the f16 (1024 +) codes); acc[n] is n-tile n of O (decode_out_dim).
-  __device__ __forceinline__ void accumulate(float (&acc)[kHeadDim / 8][4], const uint32_t (&p_frag)[4]) const {
-    const int key0 = warp * kKeysPerWarp + 2 * t4;  // keys key0, key0 + 1, key0 + 8, key0 + 9
+  __device__ __forceinline__ void accumulate(float (&acc)[kHeadDim / 8][4],
+                                             const uint32_t (&p_frag)[C::kKeySteps][4]) const {
+#pragma unroll
+    for (int j = 0; j < C::kKeySteps; ++j) accumulate_step(acc, p_frag[j], warp * kKeysPerWarp + 16 * j + 2 * t4);
+  }
+
+  // One 16-key k-step: keys key0, key0 + 1, key0 + 8, key0 + 9 of the lane.
+  __device__ __forceinline__ void accumulate_step(float (&acc)[kHeadDim / 8][4], const uint32_t (&p_frag)[4],
+                                                  int key0) const {
     const uint8_t* v_tile = stage + C::kTileBytes;
     uint32_t w[4][kVSpan / 4];
 #pragma unroll

@@ -3,8 +3,8 @@
 
 namespace brisk::cuda::decode {
 
-template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt8, 128, 2, 5, 4>(const DecodeAttentionArgs&, cudaStream_t);
-template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kFp8, 128, 2, 5, 4>(const DecodeAttentionArgs&, cudaStream_t);
-template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt4, 128, 2, 9, 4>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt8, 128, 2, 3, 4>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kFp8, 128, 2, 3, 4>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt4, 128, 2, 6, 4>(const DecodeAttentionArgs&, cudaStream_t);
 
 }  // namespace brisk::cuda::decode

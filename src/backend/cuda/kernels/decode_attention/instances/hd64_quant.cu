@@ -3,8 +3,8 @@
 
 namespace brisk::cuda::decode {
 
-template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt8, 64, 4, 7, 3>(const DecodeAttentionArgs&, cudaStream_t);
-template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kFp8, 64, 4, 7, 3>(const DecodeAttentionArgs&, cudaStream_t);
-template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt4, 64, 4, 13, 3>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt8, 64, 2, 6, 4>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kFp8, 64, 2, 6, 4>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt4, 64, 2, 11, 4>(const DecodeAttentionArgs&, cudaStream_t);
 
 }  // namespace brisk::cuda::decode
