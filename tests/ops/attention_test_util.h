@@ -187,14 +187,16 @@ inline void check_attention(DType dtype, const AttentionCase& c, unsigned seed) 
 
 // A benchmark batch made on the device: bf16, random K / V / q (q a slice of a qkv-like tensor),
 // each sequence's blocks in a random order; the returned params (hints set) stay valid while the
-// batch lives.
+// batch lives. With cache_blocks past the batch's own, the blocks are spread over a cache of that
+// many blocks, as a serving engine's are over its whole KV memory.
 struct DeviceAttentionBatch {
   Tensor block_tables, query_start, context_lens, k_cache, v_cache, qkv, out;
   AttentionParams params;
 };
 
 inline DeviceAttentionBatch make_device_attention_batch(const std::vector<Seq>& seqs, int num_heads,
-                                                         int num_kv_heads, int head_dim, int block_size) {
+                                                         int num_kv_heads, int head_dim, int block_size,
+                                                         int64_t cache_blocks = 0) {
   Allocator& alloc = cuda_backend().allocator();
   const int num_seqs = static_cast<int>(seqs.size());
   int max_blocks = 0, max_q = 0, max_context = 0;
@@ -205,10 +207,11 @@ inline DeviceAttentionBatch make_device_attention_batch(const std::vector<Seq>& 
     max_context = std::max(max_context, s.context_len);
     num_tokens += s.q_len;
   }
-  const int64_t num_blocks = int64_t{num_seqs} * max_blocks;
+  const int64_t num_blocks = std::max(int64_t{num_seqs} * max_blocks, cache_blocks);
   std::vector<int32_t> ids(num_blocks), starts{0}, lens;
   for (int64_t i = 0; i < num_blocks; ++i) ids[i] = static_cast<int32_t>(i);
   std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+  ids.resize(int64_t{num_seqs} * max_blocks);
   int32_t start = 0;
   for (const Seq& s : seqs) {
     start += s.q_len;
