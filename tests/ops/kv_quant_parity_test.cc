@@ -324,11 +324,12 @@ TEST(QuantizedKvPerf, DecodeAttention) {
   for (auto [seqs, context, cache_bytes] :
        {PerfShape{64, 4096, 0}, PerfShape{1, 32768, 0}, PerfShape{64, 4096, int64_t{32} << 30}}) {
     const int64_t cache_blocks = cache_bytes / (2 * int64_t{8} * block_size * 128 * 2);
+    // One batch for every kind (the quantized caches take its block table, lengths and q).
+    const DeviceAttentionBatch b =
+        make_device_attention_batch(std::vector<Seq>(seqs, Seq{1, context}), 32, 8, 128, block_size, cache_blocks);
+    const int64_t blocks = b.k_cache.shape()[0];
+    Allocator& alloc = cuda_backend().allocator();
     for (KvQuant kind : {KvQuant::kNone, KvQuant::kInt8, KvQuant::kInt4, KvQuant::kFp8}) {
-      std::vector<Seq> batch(seqs, Seq{1, context});
-      DeviceAttentionBatch b = make_device_attention_batch(batch, 32, 8, 128, block_size, cache_blocks);
-      const int64_t blocks = b.k_cache.shape()[0];
-      Allocator& alloc = cuda_backend().allocator();
       const int64_t row_bytes = kind == KvQuant::kInt4 ? 64 : kind == KvQuant::kNone ? 256 : 128;
       Tensor k, v;
       PerfRowParams row_params;
