@@ -191,6 +191,7 @@ inline void check_attention(DType dtype, const AttentionCase& c, unsigned seed) 
 // many blocks, as a serving engine's are over its whole KV memory.
 struct DeviceAttentionBatch {
   Tensor block_tables, query_start, context_lens, k_cache, v_cache, qkv, out;
+  Tensor positions, slot_mapping;  // of the new tokens (the last q_len of each context), for appends
   AttentionParams params;
 };
 
@@ -213,15 +214,23 @@ inline DeviceAttentionBatch make_device_attention_batch(const std::vector<Seq>& 
   std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
   ids.resize(int64_t{num_seqs} * max_blocks);
   int32_t start = 0;
-  for (const Seq& s : seqs) {
+  std::vector<int32_t> positions, slots;
+  for (int i = 0; i < num_seqs; ++i) {
+    const Seq& s = seqs[i];
     start += s.q_len;
     starts.push_back(start);
     lens.push_back(s.context_len);
+    for (int pos = s.context_len - s.q_len; pos < s.context_len; ++pos) {
+      positions.push_back(pos);
+      slots.push_back(ids[int64_t{i} * max_blocks + pos / block_size] * block_size + pos % block_size);
+    }
   }
   DeviceAttentionBatch b;
   b.block_tables = to_device(TensorView(ids.data(), DType::kI32, {num_seqs, max_blocks}));
   b.query_start = to_device(TensorView(starts.data(), DType::kI32, {num_seqs + 1}));
   b.context_lens = to_device(TensorView(lens.data(), DType::kI32, {num_seqs}));
+  b.positions = to_device(TensorView(positions.data(), DType::kI32, {num_tokens}));
+  b.slot_mapping = to_device(TensorView(slots.data(), DType::kI32, {num_tokens}));
   const Shape cache_shape{num_blocks, num_kv_heads, block_size, head_dim};
   b.k_cache = Tensor(alloc, DType::kBF16, cache_shape);
   b.v_cache = Tensor(alloc, DType::kBF16, cache_shape);

@@ -313,7 +313,8 @@ struct PerfRowParams {
 // head_dim 128): bandwidth of the bytes actually read (codes, row parameters, q and out), beside
 // the bf16 cache's in the same run. "spread": 64 x 4096 with the blocks spread over a cache of
 // 32 GiB in bf16 (16 GiB int8), as the engine's are over its KV memory, where address translation
-// misses that the compact cache never has may cost.
+// misses that the compact cache never has may cost. "+append": the call a decode step makes, each
+// sequence's new key and value rotated and appended before the attention (same bytes counted).
 TEST(QuantizedKvPerf, DecodeAttention) {
   if (!perf_enabled()) GTEST_SKIP() << "set BRISK_OPS_PERF=1";
   const int block_size = perf_block_size();
@@ -327,6 +328,7 @@ TEST(QuantizedKvPerf, DecodeAttention) {
     // One batch for every kind (the quantized caches take its block table, lengths and q).
     const DeviceAttentionBatch b =
         make_device_attention_batch(std::vector<Seq>(seqs, Seq{1, context}), 32, 8, 128, block_size, cache_blocks);
+    const Tensor cos_sin = to_device(make_cos_sin(context, 128));
     const int64_t blocks = b.k_cache.shape()[0];
     Allocator& alloc = cuda_backend().allocator();
     for (KvQuant kind : {KvQuant::kNone, KvQuant::kInt8, KvQuant::kInt4, KvQuant::kFp8}) {
@@ -357,6 +359,22 @@ TEST(QuantizedKvPerf, DecodeAttention) {
           std::to_string(seqs) + " x " + std::to_string(context) + (cache_blocks > 0 ? " spread" : "");
       report_perf("decode_attention", std::string(codes_name(kind)) + " 32/8 hd128 " + shape,
                   bytes, 0, [&] { cuda_backend().attention(p); });
+      if (cache_blocks > 0) continue;
+      // The call a decode step makes: each sequence's new key and value rotated, quantized and
+      // appended (the batch's last token), then the attention, in one launch.
+      RopeKvAppendParams rope;
+      rope.qkv = b.qkv;
+      rope.positions = b.positions;
+      rope.cos_sin = cos_sin;
+      rope.num_heads = 32;
+      rope.num_kv_heads = 8;
+      rope.head_dim = 128;
+      rope.slot_mapping = b.slot_mapping;
+      rope.k_cache = p.k_cache;
+      rope.v_cache = p.v_cache;
+      rope.kv_quant = p.kv_quant;
+      report_perf("decode_attention", std::string(codes_name(kind)) + " 32/8 hd128 " + shape + " +append",
+                  bytes, 0, [&] { cuda_backend().rope_append_attention(rope, p); });
     }
   }
 }
