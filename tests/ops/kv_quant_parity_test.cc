@@ -360,8 +360,8 @@ TEST(QuantizedKvPerf, DecodeAttention) {
       report_perf("decode_attention", std::string(codes_name(kind)) + " 32/8 hd128 " + shape,
                   bytes, 0, [&] { cuda_backend().attention(p); });
       if (cache_blocks > 0) continue;
-      // The call a decode step makes: each sequence's new key and value rotated, quantized and
-      // appended (the batch's last token), then the attention, in one launch.
+      // The call a decode step makes: each sequence's new key and value (its last token) rotated,
+      // quantized and appended, then the attention (one launch where the backend fuses them).
       RopeKvAppendParams rope;
       rope.qkv = b.qkv;
       rope.positions = b.positions;
