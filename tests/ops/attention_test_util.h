@@ -33,6 +33,23 @@ struct Seq {
   int q_len, context_len;
 };
 
+// The new tokens of each sequence (its last q_len positions) and their cache slots under the
+// sequences' block tables (tables [num_seqs, max_blocks]), in token order.
+struct NewTokenSlots {
+  std::vector<int32_t> positions, slots;
+};
+inline NewTokenSlots new_token_slots(const std::vector<Seq>& seqs, const int32_t* tables, int64_t max_blocks,
+                                     int block_size) {
+  NewTokenSlots n;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    for (int position = seqs[s].context_len - seqs[s].q_len; position < seqs[s].context_len; ++position) {
+      n.positions.push_back(position);
+      n.slots.push_back(tables[s * max_blocks + position / block_size] * block_size + position % block_size);
+    }
+  }
+  return n;
+}
+
 struct AttentionCase {
   int num_heads, num_kv_heads, head_dim, block_size, sliding_window;
   std::vector<Seq> seqs;
@@ -214,23 +231,18 @@ inline DeviceAttentionBatch make_device_attention_batch(const std::vector<Seq>& 
   std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
   ids.resize(int64_t{num_seqs} * max_blocks);
   int32_t start = 0;
-  std::vector<int32_t> positions, slots;
-  for (int i = 0; i < num_seqs; ++i) {
-    const Seq& s = seqs[i];
+  for (const Seq& s : seqs) {
     start += s.q_len;
     starts.push_back(start);
     lens.push_back(s.context_len);
-    for (int pos = s.context_len - s.q_len; pos < s.context_len; ++pos) {
-      positions.push_back(pos);
-      slots.push_back(ids[int64_t{i} * max_blocks + pos / block_size] * block_size + pos % block_size);
-    }
   }
+  const NewTokenSlots appends = new_token_slots(seqs, ids.data(), max_blocks, block_size);
   DeviceAttentionBatch b;
   b.block_tables = to_device(TensorView(ids.data(), DType::kI32, {num_seqs, max_blocks}));
   b.query_start = to_device(TensorView(starts.data(), DType::kI32, {num_seqs + 1}));
   b.context_lens = to_device(TensorView(lens.data(), DType::kI32, {num_seqs}));
-  b.positions = to_device(TensorView(positions.data(), DType::kI32, {num_tokens}));
-  b.slot_mapping = to_device(TensorView(slots.data(), DType::kI32, {num_tokens}));
+  b.positions = to_device(make_i32({num_tokens}, appends.positions));
+  b.slot_mapping = to_device(make_i32({num_tokens}, appends.slots));
   const Shape cache_shape{num_blocks, num_kv_heads, block_size, head_dim};
   b.k_cache = Tensor(alloc, DType::kBF16, cache_shape);
   b.v_cache = Tensor(alloc, DType::kBF16, cache_shape);

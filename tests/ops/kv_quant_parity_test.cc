@@ -328,7 +328,7 @@ TEST(QuantizedKvPerf, DecodeAttention) {
     // One batch for every kind (the quantized caches take its block table, lengths and q).
     const DeviceAttentionBatch b =
         make_device_attention_batch(std::vector<Seq>(seqs, Seq{1, context}), 32, 8, 128, block_size, cache_blocks);
-    const Tensor cos_sin = to_device(make_cos_sin(context, 128));
+    const Tensor cos_sin = to_device(make_cos_sin(cache_blocks > 0 ? 1 : context, 128));  // "+append" only
     const int64_t blocks = b.k_cache.shape()[0];
     Allocator& alloc = cuda_backend().allocator();
     for (KvQuant kind : {KvQuant::kNone, KvQuant::kInt8, KvQuant::kInt4, KvQuant::kFp8}) {

@@ -37,18 +37,11 @@ void check_case(DType dtype, const AttentionCase& c, bool qk_norm, unsigned seed
   AttentionInputs in = make_attention_inputs(dtype, c, rng);
   // The new tokens of each sequence are its last q_len positions; their slots follow the block
   // table, every seventh token's skipped.
-  std::vector<int32_t> positions, slots;
-  const int64_t max_blocks = in.block_tables.shape()[1];
-  const int32_t* tables = in.block_tables.data_as<const int32_t>();
-  for (size_t s = 0; s < c.seqs.size(); ++s) {
-    for (int i = 0; i < c.seqs[s].q_len; ++i) {
-      const int32_t position = c.seqs[s].context_len - c.seqs[s].q_len + i;
-      positions.push_back(position);
-      const int32_t slot = tables[s * max_blocks + position / c.block_size] * c.block_size + position % c.block_size;
-      slots.push_back(positions.size() % 7 == 0 ? -1 : slot);
-    }
-  }
-  const Tensor positions_h = make_i32({in.num_tokens}, positions), slots_h = make_i32({in.num_tokens}, slots);
+  NewTokenSlots appends =
+      new_token_slots(c.seqs, in.block_tables.data_as<const int32_t>(), in.block_tables.shape()[1], c.block_size);
+  for (size_t t = 6; t < appends.slots.size(); t += 7) appends.slots[t] = -1;
+  const Tensor positions_h = make_i32({in.num_tokens}, appends.positions);
+  const Tensor slots_h = make_i32({in.num_tokens}, appends.slots);
   const Tensor cos_sin_h = make_cos_sin(in.max_context, c.head_dim);
   const Tensor q_norm_h = random_tensor(dtype, {c.head_dim}, rng, 0.5, 1.5);
   const Tensor k_norm_h = random_tensor(dtype, {c.head_dim}, rng, 0.5, 1.5);
