@@ -322,8 +322,10 @@ TEST(QuantizedKvPerf, DecodeAttention) {
     int seqs, context;
     int64_t cache_bytes;  // of the bf16 cache (0: the batch's blocks only)
   };
-  for (auto [seqs, context, cache_bytes] :
-       {PerfShape{64, 4096, 0}, PerfShape{1, 32768, 0}, PerfShape{64, 4096, int64_t{32} << 30}}) {
+  // The two shapes, a batch in waves of blocks (192) and one in a single wave (8), then the
+  // issue's batch spread over a large cache.
+  for (auto [seqs, context, cache_bytes] : {PerfShape{64, 4096, 0}, PerfShape{1, 32768, 0}, PerfShape{192, 4608, 0},
+                                            PerfShape{8, 4096, 0}, PerfShape{64, 4096, int64_t{32} << 30}}) {
     const int64_t cache_blocks = cache_bytes / (2 * int64_t{8} * block_size * 128 * 2);
     // One batch for every kind (the quantized caches take its block table, lengths and q).
     const DeviceAttentionBatch b =
