@@ -274,6 +274,88 @@ TEST_P(QuantizedKv, DecodeAttentionMatchesCpu) {
   for (const AttentionCase& c : cases) check_quant_attention(GetParam(), c, seed++);
 }
 
+// rope_append_attention over a quantized cache: the decode kernel's fused append (decode batches
+// with contexts over 1024 keys) against CUDA's separate rope_kv_append and attention, which the
+// tests above hold to the CPU: the same codes, scales and zeros byte for byte, the same out value
+// for value, and qkv left unrotated (proof that it fused). New tokens are each sequence's last;
+// every seventh slot is skipped (< 0).
+void check_fused_append(KvQuant kind, const AttentionCase& c, unsigned seed) {
+  std::mt19937 rng(seed);
+  AttentionInputs in = make_attention_inputs(DType::kBF16, c, rng);
+  QuantCache cache(kind, in.k_cache.shape()[0], c.num_kv_heads, c.block_size, c.head_dim);
+  fill_cache(kind, c, in, cache, rng);
+  std::vector<int32_t> positions, slots;
+  const int64_t max_blocks = in.block_tables.shape()[1];
+  const auto* tables = in.block_tables.data_as<const int32_t>();
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    for (int i = 0; i < c.seqs[s].q_len; ++i) {
+      const int32_t position = c.seqs[s].context_len - c.seqs[s].q_len + i;
+      positions.push_back(position);
+      const int32_t slot = tables[s * max_blocks + position / c.block_size] * c.block_size + position % c.block_size;
+      slots.push_back(positions.size() % 7 == 0 ? -1 : slot);
+    }
+  }
+  const Tensor positions_d = to_device(make_i32({in.num_tokens}, positions));
+  const Tensor slots_d = to_device(make_i32({in.num_tokens}, slots));
+  const Tensor cos_sin_d = to_device(make_cos_sin(in.max_context, c.head_dim));
+  const Tensor tables_d = to_device(in.block_tables), starts_d = to_device(in.query_start);
+  const Tensor lens_d = to_device(in.context_lens);
+  const Shape out_shape{in.num_tokens, int64_t{c.num_heads} * c.head_dim};
+  struct Run {
+    QuantCache cache;
+    Tensor qkv, out;
+  };
+  auto run = [&](bool fused) {
+    Run r{cache.to_device_copy(kind), to_device(in.qkv), to_device(zeros(DType::kBF16, out_shape))};
+    RopeKvAppendParams rope;
+    rope.qkv = r.qkv;
+    rope.positions = positions_d;
+    rope.cos_sin = cos_sin_d;
+    rope.num_heads = c.num_heads;
+    rope.num_kv_heads = c.num_kv_heads;
+    rope.head_dim = c.head_dim;
+    rope.slot_mapping = slots_d;
+    rope.k_cache = r.cache.k;
+    rope.v_cache = r.cache.v;
+    rope.kv_quant = cache.params(kind, &r.cache);
+    AttentionParams attn = make_attention_params(c, in, r.qkv, r.cache.k, r.cache.v, tables_d, starts_d, lens_d, r.out);
+    attn.kv_quant = rope.kv_quant;
+    if (fused) {
+      cuda_backend().rope_append_attention(rope, attn);
+    } else {
+      cuda_backend().rope_kv_append(rope);
+      cuda_backend().attention(attn);
+    }
+    return r;
+  };
+  const Run fused = run(true), separate = run(false);
+  const std::string what = describe(DType::kBF16, c) + " " + codes_name(kind) + " fused append";
+  EXPECT_EQ(host_doubles(fused.qkv), to_doubles(in.qkv)) << what << ": qkv rotated, so not fused";
+  std::vector<std::pair<const char*, std::pair<const Tensor*, const Tensor*>>> parts = {
+      {"k codes", {&fused.cache.k, &separate.cache.k}}, {"v codes", {&fused.cache.v, &separate.cache.v}}};
+  if (kind != KvQuant::kFp8) {
+    parts.push_back({"k scales", {&fused.cache.k_scale, &separate.cache.k_scale}});
+    parts.push_back({"v scales", {&fused.cache.v_scale, &separate.cache.v_scale}});
+    parts.push_back({"k zeros", {&fused.cache.k_zero, &separate.cache.k_zero}});
+    parts.push_back({"v zeros", {&fused.cache.v_zero, &separate.cache.v_zero}});
+  }
+  for (const auto& [name, tensors] : parts)
+    EXPECT_TRUE(host_bytes(*tensors.first) == host_bytes(*tensors.second)) << what << ": " << name << " differ";
+  EXPECT_EQ(host_doubles(fused.out), host_doubles(separate.out)) << what << ": out";
+}
+
+TEST_P(QuantizedKv, FusedAppendMatchesSeparateOps) {
+  unsigned seed = 61;
+  const std::vector<AttentionCase> cases = {
+      // heads, kv heads, head_dim, block size, window, {new tokens, context} per sequence
+      {32, 8, 128, 16, 0, {{1, 4097}, {1, 1500}, {1, 1025}, {1, 2000}}},
+      {16, 2, 64, 16, 0, {{8, 2000}, {3, 1100}, {1, 1030}}},  // several row chunks write the same rows
+      {8, 2, 128, 64, 0, {{1, 32768}, {2, 5000}}},            // splits
+      {4, 2, 256, 16, 0, {{1, 1500}, {2, 3000}}},             // a row over four warps
+  };
+  for (const AttentionCase& c : cases) check_fused_append(GetParam(), c, seed++);
+}
+
 TEST_P(QuantizedKv, PrefillAttentionMatchesCpu) {
   unsigned seed = 41;
   const std::vector<AttentionCase> cases = {

@@ -11,7 +11,8 @@
 // every key but the new tokens' before its programmatic-dependent wait (to start streaming K / V
 // sooner): they must not be written by the kernel launched just before the op (the engine writes
 // the first three with host copies, and the cache only by rope_kv_append, the new tokens').
-// fused_rope_append_attention runs rope_kv_append (without q / k norms) inside the decode kernel.
+// fused_rope_append_attention runs rope_kv_append (without q / k norms; quantizing rows for a quantized
+// cache) inside the decode kernel.
 #include <bit>
 #include <limits>
 
@@ -267,9 +268,12 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
 bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams& r, const AttentionParams& p) {
   const RopeKvAppendArgs rope = rope_kv_append_args(r);  // checks r
   const AttentionArgs a = attention_args(p);
-  // A quantized cache's rows are quantized by rope_kv_append's kernel, whose lanes hold whole rows.
-  const bool fits = use_decode_kernel(a) && a.quant.codes == KvCodes::kNone && r.q_norm.empty() && r.k_norm.empty() && r.qkv.data() == p.q.data() &&
-                    r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() && r.qkv.size(0) == p.q.size(0) &&
+  const KvQuantArgs& rq = rope.quant;
+  const bool same_quant = rq.codes == a.quant.codes && rq.k_scale == a.quant.k_scale && rq.v_scale == a.quant.v_scale &&
+                          rq.k_zero == a.quant.k_zero && rq.v_zero == a.quant.v_zero &&
+                          rq.k_fp8_scale == a.quant.k_fp8_scale && rq.v_fp8_scale == a.quant.v_fp8_scale;
+  const bool fits = use_decode_kernel(a) && same_quant && r.q_norm.empty() && r.k_norm.empty() &&
+                    r.qkv.data() == p.q.data() && r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() && r.qkv.size(0) == p.q.size(0) &&
                     r.k_cache.data() == p.k_cache.data() && r.v_cache.data() == p.v_cache.data() &&
                     r.num_heads == p.num_heads && r.num_kv_heads == p.num_kv_heads && r.head_dim == p.head_dim;
   if (!fits) return false;

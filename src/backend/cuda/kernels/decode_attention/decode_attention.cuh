@@ -55,7 +55,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   tiles.fetch_fill_ids(fill_ids, table_ids);
   const DecodeStartup start = decode_startup<C>(a, w, keys);
   if (start.fill_early) tiles.issue_fill(ring_s, fill_ids);
-  NewKv<C::kHeadDim, C::kThreads> new_kv;
+  NewKv<C::kHeadDim, C::kThreads, C::kCodes> new_kv;
   if (start.appends) new_kv.prepare(a, w.q_begin, w.q_len);
   DecodeQuery<kKvType, C> query;
   query.prepare(a, w);

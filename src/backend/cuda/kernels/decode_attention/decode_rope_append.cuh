@@ -9,18 +9,22 @@
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/float_io.cuh"
+#include "backend/cuda/kernels/kv_codes.cuh"
 #include "backend/cuda/kernels/rope_rotate.cuh"
 
 namespace brisk::cuda::decode {
 
 // The fused append (DecodeAttentionArgs::rope): the K (rotated) and V of the sequence's new tokens for
-// this kv head into the cache, computed and rounded as rope_kv_append does. Thread tid takes the
-// elements e = tid + j kThreads of the q_len x head_dim / 2 rotation pairs, in three steps so that
-// no step waits on another's loads: prepare (positions and slots: host-written, read before the
-// programmatic-dependent wait), load (qkv and the cos / sin, after it), store.
-template <int kHeadDim, int kThreads>
+// this kv head into the cache, computed and rounded (or quantized: kCodes) as rope_kv_append does.
+// Thread tid takes the elements e = tid + j kThreads of the q_len x head_dim / 2 rotation pairs, in
+// three steps so that no step waits on another's loads: prepare (positions and slots: host-written,
+// read before the programmatic-dependent wait), load (qkv and the cos / sin, after it), store. A
+// row's pairs are head_dim / 2 consecutive threads; int8 / int4 take its min and max round them
+// (shuffles, then shared memory across warps), int4 joins neighbouring dims' codes by a shuffle.
+template <int kHeadDim, int kThreads, KvCodes kCodes>
 struct NewKv {
   static constexpr int kHalf = kHeadDim / 2;
+  static_assert(kThreads % kHalf == 0 || kCodes == KvCodes::kNone, "a quantized row's pairs in one slot");
   static constexpr int kPerThread = (kDecodeMaxQueryLen * kHalf + kThreads - 1) / kThreads;
   int position[kPerThread];  // -1: no write
   int slot[kPerThread];
@@ -33,6 +37,7 @@ struct NewKv {
       const int e = static_cast<int>(threadIdx.x) + j * kThreads;
       position[j] = -1;
       slot[j] = 0;
+      k1[j] = k2[j] = v1[j] = v2[j] = cos[j] = sin[j] = 0.0f;  // a quantized row's shuffles read them all
       if (e >= q_len * kHalf) continue;
       const int token = q_begin + e / kHalf;
       const int p = r.positions[token];
@@ -62,6 +67,10 @@ struct NewKv {
     }
   }
   __device__ __forceinline__ void store(const DecodeAttentionArgs& a, int kv_head) const {
+    if constexpr (kCodes != KvCodes::kNone) {
+      store_codes(a, kv_head);
+      return;
+    }
     const RopeKvAppendArgs& r = a.rope;
     const int block_mask = (1 << a.block_size_log2) - 1;
 #pragma unroll
@@ -75,6 +84,117 @@ struct NewKv {
       store_one(r.k_cache, a.kv_type, cache + kHalf, rope_second_half(k1[j], k2[j], cos[j], sin[j]));
       store_one(r.v_cache, a.kv_type, cache, v1[j]);
       store_one(r.v_cache, a.kv_type, cache + kHalf, v2[j]);
+    }
+  }
+
+  // Every thread of the block calls this (its shuffles and barrier need them all).
+  __device__ __forceinline__ void store_codes(const DecodeAttentionArgs& a, int kv_head) const {
+    const KvQuantArgs& q = a.quant;
+    const int block_mask = (1 << a.block_size_log2) - 1;
+    float kx1[kPerThread], kx2[kPerThread];
+    int64_t row[kPerThread];  // of the cache's [num_blocks, num_kv_heads, block_size] rows
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      kx1[j] = rope_first_half(k1[j], k2[j], cos[j], sin[j]);
+      kx2[j] = rope_second_half(k1[j], k2[j], cos[j], sin[j]);
+      row[j] = ((int64_t{slot[j] >> a.block_size_log2} * a.num_kv_heads + kv_head) << a.block_size_log2) +
+               (slot[j] & block_mask);
+    }
+    if constexpr (kCodes == KvCodes::kFp8) {
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        if (position[j] < 0) continue;
+        const int64_t i = row[j] * kHeadDim + (static_cast<int>(threadIdx.x) + j * kThreads) % kHalf;
+        auto* k = static_cast<uint8_t*>(a.rope.k_cache);
+        auto* v = static_cast<uint8_t*>(a.rope.v_cache);
+        k[i] = static_cast<uint8_t>(e4m3_code(kx1[j], q.k_fp8_scale));
+        k[i + kHalf] = static_cast<uint8_t>(e4m3_code(kx2[j], q.k_fp8_scale));
+        v[i] = static_cast<uint8_t>(e4m3_code(v1[j], q.v_fp8_scale));
+        v[i + kHalf] = static_cast<uint8_t>(e4m3_code(v2[j], q.v_fp8_scale));
+      }
+    } else {
+      // The rows' lo / hi (0 included): K's and V's, [j][0..3] = k lo, k hi, v lo, v hi.
+      float range[kPerThread][4];
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const bool valid = position[j] >= 0;
+        range[j][0] = valid ? fminf(0.0f, fminf(kx1[j], kx2[j])) : 0.0f;
+        range[j][1] = valid ? fmaxf(0.0f, fmaxf(kx1[j], kx2[j])) : 0.0f;
+        range[j][2] = valid ? fminf(0.0f, fminf(v1[j], v2[j])) : 0.0f;
+        range[j][3] = valid ? fmaxf(0.0f, fmaxf(v1[j], v2[j])) : 0.0f;
+#pragma unroll
+        for (int o = 1; o < kHalf && o < 32; o *= 2) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const float other = __shfl_xor_sync(0xFFFFFFFFu, range[j][c], o);
+            range[j][c] = c % 2 == 0 ? fminf(range[j][c], other) : fmaxf(range[j][c], other);
+          }
+        }
+      }
+      if constexpr (kHalf > 32) {  // a row over kHalf / 32 warps: their ranges through shared memory
+        constexpr int kSegments = kHalf / 32;
+        __shared__ float segments[kDecodeMaxQueryLen][kSegments][4];
+#pragma unroll
+        for (int j = 0; j < kPerThread; ++j) {
+          const int e = static_cast<int>(threadIdx.x) + j * kThreads;
+          if (e % 32 != 0 || e >= kDecodeMaxQueryLen * kHalf) continue;
+#pragma unroll
+          for (int c = 0; c < 4; ++c) segments[e / kHalf][(e % kHalf) / 32][c] = range[j][c];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < kPerThread; ++j) {
+          const int e = static_cast<int>(threadIdx.x) + j * kThreads;
+          if (e >= kDecodeMaxQueryLen * kHalf) continue;
+#pragma unroll
+          for (int g = 0; g < kSegments; ++g) {
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const float other = segments[e / kHalf][g][c];
+              range[j][c] = c % 2 == 0 ? fminf(range[j][c], other) : fmaxf(range[j][c], other);
+            }
+          }
+        }
+      }
+      constexpr bool kInt4 = kCodes == KvCodes::kInt4;
+      constexpr float kQMax = kInt4 ? 15.0f : 255.0f;
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int i = (static_cast<int>(threadIdx.x) + j * kThreads) % kHalf;
+        const RowQuant rk = row_quant(range[j][0], range[j][1], kQMax);
+        const RowQuant rv = row_quant(range[j][2], range[j][3], kQMax);
+        const uint32_t codes[4] = {quantize_value(kx1[j], rk), quantize_value(kx2[j], rk), quantize_value(v1[j], rv),
+                                   quantize_value(v2[j], rv)};
+        uint32_t packed[4];  // int4: this even dim's code and its odd neighbour's
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          packed[c] = codes[c];
+          if constexpr (kInt4) packed[c] |= __shfl_xor_sync(0xFFFFFFFFu, codes[c], 1) << 4;
+        }
+        if (position[j] < 0) continue;
+        auto* k = static_cast<uint8_t*>(a.rope.k_cache);
+        auto* v = static_cast<uint8_t*>(a.rope.v_cache);
+        if (i == 0) {
+          q.k_scale[row[j]] = rk.scale_bits;
+          q.v_scale[row[j]] = rv.scale_bits;
+          q.k_zero[row[j]] = static_cast<uint8_t>(rk.zero);
+          q.v_zero[row[j]] = static_cast<uint8_t>(rv.zero);
+        }
+        if constexpr (kInt4) {
+          if (i % 2 != 0) continue;
+          const int64_t b = (row[j] * kHeadDim + i) / 2;
+          k[b] = static_cast<uint8_t>(packed[0]);
+          k[b + kHalf / 2] = static_cast<uint8_t>(packed[1]);
+          v[b] = static_cast<uint8_t>(packed[2]);
+          v[b + kHalf / 2] = static_cast<uint8_t>(packed[3]);
+        } else {
+          const int64_t b = row[j] * kHeadDim + i;
+          k[b] = static_cast<uint8_t>(packed[0]);
+          k[b + kHalf] = static_cast<uint8_t>(packed[1]);
+          v[b] = static_cast<uint8_t>(packed[2]);
+          v[b + kHalf] = static_cast<uint8_t>(packed[3]);
+        }
+      }
     }
   }
 };
