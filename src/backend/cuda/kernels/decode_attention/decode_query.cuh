@@ -50,10 +50,23 @@ struct DecodeQuery {
 #pragma unroll
           for (int j = 0; j < 8; ++j) values[i][j] = load_one(a.q, a.q_type, base + j);
           rotate_q<C::kHeadDim>(a, position[i], base, c, values[i]);
-        } else {  // in the order of the quantized cache's S fragments (no fused RoPE there)
+        } else {  // in the order of the quantized cache's S fragments, each value rotated as rotate_q does
+          constexpr int kHalf = C::kHeadDim / 2;
+          const int64_t row = base - c * 8;
+          const float* angles = position[i] >= 0 ? a.rope.cos_sin + position[i] * a.rope.cos_sin_stride : nullptr;
 #pragma unroll
-          for (int j = 0; j < 8; ++j)
-            values[i][j] = load_one(a.q, a.q_type, base - c * 8 + decode_q_dim<C::kCodes, C::kHeadDim>(c * 8 + j));
+          for (int j = 0; j < 8; ++j) {
+            const int d = decode_q_dim<C::kCodes, C::kHeadDim>(c * 8 + j);
+            float v = load_one(a.q, a.q_type, row + d);
+            if (angles != nullptr) {
+              const bool first = d < kHalf;
+              const float partner = load_one(a.q, a.q_type, row + (first ? d + kHalf : d - kHalf));
+              const float cs = angles[d % kHalf], sn = angles[kHalf + d % kHalf];
+              v = round_to(first ? rope_first_half(v, partner, cs, sn) : rope_second_half(partner, v, cs, sn),
+                           a.rope.qkv_type);
+            }
+            values[i][j] = v;
+          }
         }
       }
     }

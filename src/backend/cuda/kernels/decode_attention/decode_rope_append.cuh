@@ -27,11 +27,13 @@ struct NewKv {
   static_assert(kThreads % kHalf == 0 || kCodes == KvCodes::kNone, "a quantized row's pairs in one slot");
   static constexpr int kPerThread = (kDecodeMaxQueryLen * kHalf + kThreads - 1) / kThreads;
   int position[kPerThread];  // -1: no write
+  int num_slots;             // slots j holding some thread's pair: the same for the whole block
   int slot[kPerThread];
   float k1[kPerThread], k2[kPerThread], v1[kPerThread], v2[kPerThread], cos[kPerThread], sin[kPerThread];
 
   __device__ __forceinline__ void prepare(const DecodeAttentionArgs& a, int q_begin, int q_len) {
     const RopeKvAppendArgs& r = a.rope;
+    num_slots = (q_len * kHalf + kThreads - 1) / kThreads;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int e = static_cast<int>(threadIdx.x) + j * kThreads;
@@ -117,6 +119,7 @@ struct NewKv {
       float range[kPerThread][4];
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
+        if (j >= num_slots) break;  // uniform: the shuffles below need every lane
         const bool valid = position[j] >= 0;
         range[j][0] = valid ? fminf(0.0f, fminf(kx1[j], kx2[j])) : 0.0f;
         range[j][1] = valid ? fmaxf(0.0f, fmaxf(kx1[j], kx2[j])) : 0.0f;
@@ -137,6 +140,7 @@ struct NewKv {
 #pragma unroll
         for (int j = 0; j < kPerThread; ++j) {
           const int e = static_cast<int>(threadIdx.x) + j * kThreads;
+          if (j >= num_slots) break;
           if (e % 32 != 0 || e >= kDecodeMaxQueryLen * kHalf) continue;
 #pragma unroll
           for (int c = 0; c < 4; ++c) segments[e / kHalf][(e % kHalf) / 32][c] = range[j][c];
@@ -145,6 +149,7 @@ struct NewKv {
 #pragma unroll
         for (int j = 0; j < kPerThread; ++j) {
           const int e = static_cast<int>(threadIdx.x) + j * kThreads;
+          if (j >= num_slots) break;
           if (e >= kDecodeMaxQueryLen * kHalf) continue;
 #pragma unroll
           for (int g = 0; g < kSegments; ++g) {
@@ -160,6 +165,7 @@ struct NewKv {
       constexpr float kQMax = kInt4 ? 15.0f : 255.0f;
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
+        if (j >= num_slots) break;
         const int i = (static_cast<int>(threadIdx.x) + j * kThreads) % kHalf;
         const RowQuant rk = row_quant(range[j][0], range[j][1], kQMax);
         const RowQuant rv = row_quant(range[j][2], range[j][3], kQMax);
