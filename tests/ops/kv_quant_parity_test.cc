@@ -284,19 +284,11 @@ void check_fused_append(KvQuant kind, const AttentionCase& c, unsigned seed) {
   AttentionInputs in = make_attention_inputs(DType::kBF16, c, rng);
   QuantCache cache(kind, in.k_cache.shape()[0], c.num_kv_heads, c.block_size, c.head_dim);
   fill_cache(kind, c, in, cache, rng);
-  std::vector<int32_t> positions, slots;
-  const int64_t max_blocks = in.block_tables.shape()[1];
-  const auto* tables = in.block_tables.data_as<const int32_t>();
-  for (size_t s = 0; s < c.seqs.size(); ++s) {
-    for (int i = 0; i < c.seqs[s].q_len; ++i) {
-      const int32_t position = c.seqs[s].context_len - c.seqs[s].q_len + i;
-      positions.push_back(position);
-      const int32_t slot = tables[s * max_blocks + position / c.block_size] * c.block_size + position % c.block_size;
-      slots.push_back(positions.size() % 7 == 0 ? -1 : slot);
-    }
-  }
-  const Tensor positions_d = to_device(make_i32({in.num_tokens}, positions));
-  const Tensor slots_d = to_device(make_i32({in.num_tokens}, slots));
+  NewTokenSlots appends =
+      new_token_slots(c.seqs, in.block_tables.data_as<const int32_t>(), in.block_tables.shape()[1], c.block_size);
+  for (size_t t = 6; t < appends.slots.size(); t += 7) appends.slots[t] = -1;
+  const Tensor positions_d = to_device(make_i32({in.num_tokens}, appends.positions));
+  const Tensor slots_d = to_device(make_i32({in.num_tokens}, appends.slots));
   const Tensor cos_sin_d = to_device(make_cos_sin(in.max_context, c.head_dim));
   const Tensor tables_d = to_device(in.block_tables), starts_d = to_device(in.query_start);
   const Tensor lens_d = to_device(in.context_lens);
