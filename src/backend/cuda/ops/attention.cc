@@ -194,7 +194,7 @@ bool decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
   // One merge counter per (sequence, kv head, row chunk); grids that would need more than a pool
   // holds have thousands of blocks, where the cost model does not split anyway.
   if (int64_t{a.num_seqs} * a.num_kv_heads * a.num_row_chunks > kDecodeMergeCounters) a.num_splits = 1;
-  if (rope.qkv != nullptr && !decode_attention_fuses_append(a)) return false;
+  if (rope.qkv != nullptr && !decode_attention_fuses_append(a, ctx.num_sms)) return false;
   // Freed on return: reuse of the memory is stream-ordered after the kernels.
   SplitWorkspace workspace(ctx, a.num_splits, a.num_tokens, a.num_heads, a.head_dim);
   a.partial_acc = workspace.acc();

@@ -45,7 +45,10 @@ bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms) {
   return blocks <= int64_t{num_sms} * shape.blocks_per_sm;
 }
 
-bool decode_attention_fuses_append(const DecodeAttentionArgs& a) {
+bool decode_attention_fuses_append(const DecodeAttentionArgs& a, int num_sms) {
+  // A quantized row's append (its min / max across the row's threads, then the codes) pays in a
+  // single wave, where the separate launch is a fixed cost; in waves the blocks carry it (slower).
+  if (a.quant.codes != KvCodes::kNone && !decode_attention_single_wave(a, num_sms)) return false;
   return a.num_splits > 1 || a.max_context_len > 1024;
 }
 

@@ -16,8 +16,9 @@ int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);
 // Whether the fused RoPE and KV append (DecodeAttentionArgs::rope) pays for the launch of `a`
 // (num_splits set): every block holding new keys appends them before its main loop, which a
 // split grid asks of its last splits only and long blocks hide; short contexts without splits
-// run faster with the separate rope_kv_append. So: fused with splits or contexts over 1024 keys.
-bool decode_attention_fuses_append(const DecodeAttentionArgs& a);
+// run faster with the separate rope_kv_append. So: fused with splits or contexts over 1024 keys,
+// and over a quantized cache only in a single wave (decode_plan.cc).
+bool decode_attention_fuses_append(const DecodeAttentionArgs& a, int num_sms);
 // Whether the launch of `a` (num_splits set) fits in one wave of the kernel's blocks.
 bool decode_attention_single_wave(const DecodeAttentionArgs& a, int num_sms);
 

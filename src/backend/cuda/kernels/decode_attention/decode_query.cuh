@@ -50,25 +50,31 @@ struct DecodeQuery {
 #pragma unroll
           for (int j = 0; j < 8; ++j) values[i][j] = load_one(a.q, a.q_type, base + j);
           rotate_q<C::kHeadDim>(a, position[i], base, c, values[i]);
-        } else {  // in the order of the quantized cache's S fragments, each value rotated as rotate_q does
-          constexpr int kHalf = C::kHeadDim / 2;
+        } else {  // in the order of the quantized cache's S fragments
           const int64_t row = base - c * 8;
-          const float* angles = position[i] >= 0 ? a.rope.cos_sin + position[i] * a.rope.cos_sin_stride : nullptr;
 #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const int d = decode_q_dim<C::kCodes, C::kHeadDim>(c * 8 + j);
-            float v = load_one(a.q, a.q_type, row + d);
-            if (angles != nullptr) {
-              const bool first = d < kHalf;
-              const float partner = load_one(a.q, a.q_type, row + (first ? d + kHalf : d - kHalf));
-              const float cs = angles[d % kHalf], sn = angles[kHalf + d % kHalf];
-              v = round_to(first ? rope_first_half(v, partner, cs, sn) : rope_second_half(partner, v, cs, sn),
-                           a.rope.qkv_type);
-            }
-            values[i][j] = v;
-          }
+          for (int j = 0; j < 8; ++j)
+            values[i][j] = load_one(a.q, a.q_type, row + decode_q_dim<C::kCodes, C::kHeadDim>(c * 8 + j));
+          if (position[i] >= 0) rotate_q_permuted(a, position[i], row, c, values[i]);
         }
       }
+    }
+  }
+
+  // The fused RoPE of a quantized cache's q run: value j (head dim decode_q_dim(c 8 + j)) rotated
+  // with its partner as rotate_q does.
+  __device__ __forceinline__ static void rotate_q_permuted(const DecodeAttentionArgs& a, int position, int64_t row,
+                                                           int c, float (&v)[8]) {
+    constexpr int kHalf = C::kHeadDim / 2;
+    const float* angles = a.rope.cos_sin + position * a.rope.cos_sin_stride;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int d = decode_q_dim<C::kCodes, C::kHeadDim>(c * 8 + j);
+      const bool first = d < kHalf;
+      const float partner = load_one(a.q, a.q_type, row + (first ? d + kHalf : d - kHalf));
+      const float cs = angles[d % kHalf], sn = angles[kHalf + d % kHalf];
+      v[j] = round_to(first ? rope_first_half(v[j], partner, cs, sn) : rope_second_half(partner, v[j], cs, sn),
+                      a.rope.qkv_type);
     }
   }
 
