@@ -193,7 +193,8 @@ void fill_cache(KvQuant kind, const AttentionCase& c, const AttentionInputs& in,
   for (size_t s = 0; s < c.seqs.size(); ++s) {
     for (int key = 0; key < c.seqs[s].context_len; ++key) {
       const int64_t id = tables[s * max_blocks + key / c.block_size];
-      for (int h = 0; h < c.num_kv_heads; ++h) owned[(id * c.num_kv_heads + h) * c.block_size + key % c.block_size] = true;
+      for (int h = 0; h < c.num_kv_heads; ++h)
+        owned[(id * c.num_kv_heads + h) * c.block_size + key % c.block_size] = true;
     }
   }
   std::uniform_int_distribution<int> byte(0, 255);

@@ -273,7 +273,8 @@ bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams&
                           rq.k_zero == a.quant.k_zero && rq.v_zero == a.quant.v_zero &&
                           rq.k_fp8_scale == a.quant.k_fp8_scale && rq.v_fp8_scale == a.quant.v_fp8_scale;
   const bool fits = use_decode_kernel(a) && same_quant && r.q_norm.empty() && r.k_norm.empty() &&
-                    r.qkv.data() == p.q.data() && r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() && r.qkv.size(0) == p.q.size(0) &&
+                    r.qkv.data() == p.q.data() && r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() &&
+                    r.qkv.size(0) == p.q.size(0) &&
                     r.k_cache.data() == p.k_cache.data() && r.v_cache.data() == p.v_cache.data() &&
                     r.num_heads == p.num_heads && r.num_kv_heads == p.num_kv_heads && r.head_dim == p.head_dim;
   if (!fits) return false;
