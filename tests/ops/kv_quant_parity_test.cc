@@ -89,6 +89,25 @@ std::vector<uint8_t> host_bytes(const TensorView& device) {
   return std::vector<uint8_t>(p, p + dtype_bytes(host.dtype(), host.view().num_elements()));
 }
 
+// rope_kv_append's parameters without q / k norms: the new tokens of qkv rotated and quantized into
+// k_cache / v_cache.
+RopeKvAppendParams rope_params(TensorView qkv, TensorView positions, TensorView cos_sin, TensorView slots,
+                               int num_heads, int num_kv_heads, int head_dim, TensorView k_cache,
+                               TensorView v_cache, const KvQuantParams& quant) {
+  RopeKvAppendParams p;
+  p.qkv = qkv;
+  p.positions = positions;
+  p.cos_sin = cos_sin;
+  p.num_heads = num_heads;
+  p.num_kv_heads = num_kv_heads;
+  p.head_dim = head_dim;
+  p.slot_mapping = slots;
+  p.k_cache = k_cache;
+  p.v_cache = v_cache;
+  p.kv_quant = quant;
+  return p;
+}
+
 // ---- rope_kv_append -------------------------------------------------------------------------
 
 struct AppendCase {
@@ -116,21 +135,13 @@ void check_append(KvQuant kind, const AppendCase& c) {
 
   auto params = [&](TensorView qkv_v, TensorView pos, TensorView cs, TensorView n, TensorView sl,
                     const QuantCache& cache, const QuantCache* device) {
-    RopeKvAppendParams p;
-    p.qkv = qkv_v;
-    p.positions = pos;
-    p.cos_sin = cs;
+    const QuantCache& target = device != nullptr ? *device : cache;
+    RopeKvAppendParams p = rope_params(qkv_v, pos, cs, sl, c.num_heads, c.num_kv_heads, c.head_dim, target.k,
+                                       target.v, cache.params(kind, device));
     if (c.qk_norm) {
       p.q_norm = n;
       p.k_norm = n;
     }
-    p.num_heads = c.num_heads;
-    p.num_kv_heads = c.num_kv_heads;
-    p.head_dim = c.head_dim;
-    p.slot_mapping = sl;
-    p.k_cache = (device != nullptr ? *device : cache).k;
-    p.v_cache = (device != nullptr ? *device : cache).v;
-    p.kv_quant = cache.params(kind, device);
     return p;
   };
   Tensor qkv_cpu = clone(qkv);
@@ -300,17 +311,8 @@ void check_fused_append(KvQuant kind, const AttentionCase& c, unsigned seed) {
   };
   auto run = [&](bool fused) {
     Run r{cache.to_device_copy(kind), to_device(in.qkv), to_device(zeros(DType::kBF16, out_shape))};
-    RopeKvAppendParams rope;
-    rope.qkv = r.qkv;
-    rope.positions = positions_d;
-    rope.cos_sin = cos_sin_d;
-    rope.num_heads = c.num_heads;
-    rope.num_kv_heads = c.num_kv_heads;
-    rope.head_dim = c.head_dim;
-    rope.slot_mapping = slots_d;
-    rope.k_cache = r.cache.k;
-    rope.v_cache = r.cache.v;
-    rope.kv_quant = cache.params(kind, &r.cache);
+    const RopeKvAppendParams rope = rope_params(r.qkv, positions_d, cos_sin_d, slots_d, c.num_heads, c.num_kv_heads,
+                                                c.head_dim, r.cache.k, r.cache.v, cache.params(kind, &r.cache));
     AttentionParams attn = make_attention_params(c, in, r.qkv, r.cache.k, r.cache.v, tables_d, starts_d, lens_d, r.out);
     attn.kv_quant = rope.kv_quant;
     if (fused) {
@@ -439,17 +441,8 @@ TEST(QuantizedKvPerf, DecodeAttention) {
       if (cache_blocks > 0) continue;
       // The call a decode step makes: each sequence's new key and value (its last token) rotated,
       // quantized and appended, then the attention (one launch where the backend fuses them).
-      RopeKvAppendParams rope;
-      rope.qkv = b.qkv;
-      rope.positions = b.positions;
-      rope.cos_sin = cos_sin;
-      rope.num_heads = 32;
-      rope.num_kv_heads = 8;
-      rope.head_dim = 128;
-      rope.slot_mapping = b.slot_mapping;
-      rope.k_cache = p.k_cache;
-      rope.v_cache = p.v_cache;
-      rope.kv_quant = p.kv_quant;
+      const RopeKvAppendParams rope =
+          rope_params(b.qkv, b.positions, cos_sin, b.slot_mapping, 32, 8, 128, p.k_cache, p.v_cache, p.kv_quant);
       report_perf("decode_attention", std::string(codes_name(kind)) + " 32/8 hd128 " + shape + " +append",
                   bytes, 0, [&] { cuda_backend().rope_append_attention(rope, p); });
     }
