@@ -84,6 +84,7 @@ struct KvQuantArgs {
   uint8_t* v_zero = nullptr;
   float k_fp8_scale = 1.0f;  // fp8
   float v_fp8_scale = 1.0f;
+  bool operator==(const KvQuantArgs&) const = default;
 };
 
 // The cache blocks a batch's sequences hold in a quantized paged cache, dequantized into a 16-bit

@@ -268,11 +268,7 @@ void attention(const OpContext& ctx, const AttentionParams& p) {
 bool fused_rope_append_attention(const OpContext& ctx, const RopeKvAppendParams& r, const AttentionParams& p) {
   const RopeKvAppendArgs rope = rope_kv_append_args(r);  // checks r
   const AttentionArgs a = attention_args(p);
-  const KvQuantArgs& rq = rope.quant;
-  const bool same_quant = rq.codes == a.quant.codes && rq.k_scale == a.quant.k_scale && rq.v_scale == a.quant.v_scale &&
-                          rq.k_zero == a.quant.k_zero && rq.v_zero == a.quant.v_zero &&
-                          rq.k_fp8_scale == a.quant.k_fp8_scale && rq.v_fp8_scale == a.quant.v_fp8_scale;
-  const bool fits = use_decode_kernel(a) && same_quant && r.q_norm.empty() && r.k_norm.empty() &&
+  const bool fits = use_decode_kernel(a) && rope.quant == a.quant && r.q_norm.empty() && r.k_norm.empty() &&
                     r.qkv.data() == p.q.data() && r.qkv.stride(0) == p.q.stride(0) && r.qkv.dtype() == p.q.dtype() &&
                     r.qkv.size(0) == p.q.size(0) &&
                     r.k_cache.data() == p.k_cache.data() && r.v_cache.data() == p.v_cache.data() &&
