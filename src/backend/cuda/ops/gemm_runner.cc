@@ -228,9 +228,9 @@ void GemmRunner::run_fp8(const OpContext& ctx, TensorView x_q, const float* x_sc
 }
 
 // gemv at M <= 2; the stream-K kernel where every SM streaming an equal share of the weights beats
-// cuBLASLt's tiles: up to 16 rows, and vocabulary-sized products up to 64. Past that its x panels,
-// re-read for every 128-row tile, cost more L2 traffic than cuBLASLt's larger tiles
-// (docs/perf/gemm.md).
+// cuBLASLt's tiles: up to 16 rows, and vocabulary-sized products up to 64. Past that a unit's MMAs
+// (64 weight rows a warpgroup) no longer hide under its weight loads and cuBLASLt's larger tiles
+// win, with x's panels shared across a cluster too (docs/perf/gemm.md).
 GemmRunner::Path GemmRunner::route(const GemmParams& p) {
   if (gemv_fits(p)) return Path::kGemv;
   const int64_t m = p.x.size(0), n = p.w.size(0);

@@ -281,8 +281,8 @@ void launch_instance(const StreamKArgs& a, const CUtensorMap& w_map, const CUten
              stream, a, w_map, x_map);
 }
 
-// The token tiles of each operand kind: 16-bit ones to M 64 (past it cuBLASLt's tiles share x's
-// panels better); e4m3 at M 9-16 only (past it the FP8 wgmma kernel and cuBLASLt are faster:
+// The token tiles of each operand kind: 16-bit ones to M 64 (past it cuBLASLt's tiles are faster,
+// docs/perf/gemm.md); e4m3 at M 9-16 only (past it the FP8 wgmma kernel and cuBLASLt are faster:
 // docs/perf/fp8.md).
 constexpr int k16BitTokens[] = {16, 32, 64};
 constexpr int kE4M3Tokens[] = {16};
