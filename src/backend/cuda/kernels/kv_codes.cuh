@@ -35,6 +35,10 @@ __device__ __forceinline__ uint32_t u8_pair_plus_1024(uint32_t w, bool hi) {
 __device__ __forceinline__ uint32_t u4_pair_plus_1024(uint32_t w, int k) {
   return ((w >> (4 * k)) & 0x000F000Fu) | 0x64006400u;
 }
+// Nibble pair 1 of w (bits 4-7 of each half) as f16 64 + code, taken where it stands: in
+// [64, 128) an f16's ulp is 1/16, so those mantissa bits count whole units (exact). With
+// u4_pair_plus_1024(w, 0) and both on w >> 8, a word's four pairs cost one shift, not three.
+__device__ __forceinline__ uint32_t u4_high_pair_plus_64(uint32_t w) { return (w & 0x00F000F0u) | 0x54005400u; }
 // An e4m3 pair (the low or high 16 bits of w) as f16 (exact).
 __device__ __forceinline__ uint32_t e4m3_pair_to_f16(uint32_t w, bool hi) {
   const uint16_t pair = static_cast<uint16_t>(hi ? w >> 16 : w);
@@ -45,6 +49,7 @@ __device__ __forceinline__ uint32_t e4m3_pair_to_f16(uint32_t w, bool hi) {
 
 __device__ __forceinline__ __half2 as_half2(uint32_t w) { return *reinterpret_cast<const __half2*>(&w); }
 __device__ __forceinline__ uint32_t as_u32(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
+__device__ __forceinline__ uint32_t hsub2(uint32_t a, uint32_t b) { return as_u32(__hsub2(as_half2(a), as_half2(b))); }
 
 // (m - (1024 + zero)) * scale for a pair of f16 (1024 + code) values m: zz holds 1024 + zero and
 // ss the scale of each element's row. The difference is exact; the product rounds once to f16.

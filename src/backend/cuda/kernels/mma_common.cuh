@@ -108,6 +108,14 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t address, const uint32
                : "memory");
 }
 
+// The transpose of an 8x8 b16 matrix held as an mma fragment (lane 4 g + t: row g, columns 2 t and
+// 2 t + 1), in the same form.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t v) {
+  uint32_t out;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(out) : "r"(v));
+  return out;
+}
+
 // Byte offset of 16-byte chunk `chunk` of row `row` in a [rows, kChunks] tile whose chunks are
 // XOR-swizzled by row % 8, so that the 8 rows one ldmatrix reads hit 8 different bank groups.
 template <int kChunks>

@@ -185,7 +185,7 @@ bool decode_attention(const OpContext& ctx, const AttentionParams& p, const Atte
   static_cast<PagedAttentionArgs&>(a) = paged_args(g);
   a.rope = rope;
   a.out_vectorized = rows_vectorizable(p.out);
-  a.num_row_chunks = decode_attention_row_chunks(g.num_heads / g.num_kv_heads, g.max_query_len);
+  a.num_row_chunks = decode_attention_row_chunks(g.num_heads / g.num_kv_heads, g.max_query_len, a.quant.codes);
   BRISK_CHECK(int64_t{a.num_kv_heads} * a.num_row_chunks <= 65535,
               "attention: {} kv heads x {} row chunks exceed the decode kernel's grid", a.num_kv_heads,
               a.num_row_chunks);

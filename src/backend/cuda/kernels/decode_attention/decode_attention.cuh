@@ -1,11 +1,12 @@
 // GQA-aware paged decode attention on tensor cores (mma.sync m16n8k16, bf16 / f16), composed of
 // its scheduler (decode_work.cuh), q rows (decode_query.cuh), K / V tiles (paged_kv_tiles.cuh),
-// mainloop (decode_mainloop.cuh), epilogue with the split-KV merge (decode_epilogue.cuh,
-// decode_merge.cuh) and the fused RoPE and KV append (decode_rope_append.cuh).
+// mainloop (decode_mainloop.cuh; decode_quant_mainloop.cuh over a quantized cache), epilogue with
+// the split-KV merge (decode_epilogue.cuh, decode_merge.cuh) and the fused RoPE and KV append
+// (decode_rope_append.cuh).
 //
-// One thread block per (key split, kv head x row chunk, sequence): its 16 query rows share the
-// kv head, so each K / V tile is read from HBM once for all of them. Padding rows (a group of 4
-// fills 4 of the 16) cost only tensor-core time, which is idle in this memory-bound kernel.
+// One thread block per (key split, kv head x row chunk, sequence): its query rows (16; 8 over a
+// quantized cache, decode_rows_per_block) share the kv head, so each K / V tile is read from HBM
+// once for all of them. Padding rows (a group of 4 fills 4 of them) cost only tensor-core time.
 //
 // Start-up decides the single-wave shapes, where every block starts at once: the ragged layout,
 // the block table and an L2 prefetch of the split's first keys are issued before the
@@ -17,11 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_epilogue.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_mainloop.cuh"
+#include "backend/cuda/kernels/decode_attention/decode_quant_mainloop.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_query.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_rope_append.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_work.cuh"
@@ -44,7 +47,7 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   // ragged layout and the block table, which host copies (or kernels before the previous one)
   // wrote, never the previous kernel (attention.cc states this contract), and prefetches K / V
   // into L2, which is coherent (a line that kernel then writes is updated there).
-  const DecodeWork w = decode_work(a);
+  const DecodeWork w = decode_work<C>(a);
   if (w.num_rows <= 0) return;  // uniform over the block, before any barrier
   const DecodeKeys keys = decode_keys<C>(a, w);
   const PagedKvTiles<C, DecodeAttentionArgs, C::kKvEvictFirst> tiles(a, w.seq, w.kv_head, keys.split_key0, keys.end,
@@ -77,11 +80,13 @@ decode_attention_kernel(const DecodeAttentionArgs a) {
   if (a.single_wave && !start.fill_early) tiles.issue_fill(ring_s, fill_ids);
   query.store(q_s);
 
-  DecodeMainloop<kKvType, C> mainloop(a, w, keys, q_s);
+  using Mainloop =
+      std::conditional_t<C::kCodes == KvCodes::kNone, DecodeMainloop<kKvType, C>, DecodeQuantMainloop<C>>;
+  Mainloop mainloop(a, w, keys, q_s);
   if (start.appends && !start.append_first) new_kv.store(a, w.kv_head);
   __syncthreads();  // q_s is written (and the new keys, for the tiles issued from here on)
   mainloop.load_q();
-  mainloop.run(tiles, table_ids, ring_s, keys);
+  decode_run_mainloop<C>(mainloop, tiles, table_ids, ring_s, keys);
 
   DecodeEpilogue<C> epilogue(ring_s, ml_s);
   epilogue.merge_warps(mainloop);

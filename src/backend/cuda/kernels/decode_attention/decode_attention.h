@@ -22,7 +22,7 @@
 namespace brisk::cuda {
 
 constexpr int kDecodeMaxQueryLen = 8;
-constexpr int kDecodeRowsPerBlock = 16;  // query rows (token x head) one thread block serves
+constexpr int kDecodeRowsPerBlock = 16;  // the most query rows (token x head) one thread block serves
 constexpr int kDecodeMaxSplits = 128;
 
 // Keys each warp takes of every key tile: 16 over a 16-bit cache; 32 over a quantized one up to
@@ -32,6 +32,11 @@ constexpr int kDecodeMaxSplits = 128;
 constexpr int decode_keys_per_warp(KvCodes codes, int head_dim) {
   return codes != KvCodes::kNone && head_dim <= 128 ? 32 : 16;
 }
+
+// Query rows a thread block serves: 16 over a 16-bit cache; 8 over a quantized one, whose mainloop
+// takes keys as the mma's M and rows as its N (decode_quant_tile.cuh): a GQA group of up to 8 with
+// one new token fills one 8-row tile instead of padding 16 rows.
+constexpr int decode_rows_per_block(KvCodes codes) { return codes == KvCodes::kNone ? kDecodeRowsPerBlock : 8; }
 
 // The shape of one kernel instance: warps per thread block (a key tile holds keys_per_warp *
 // warps keys), shared-memory pipeline stages, and the thread blocks that fit on one SM (shared
@@ -48,7 +53,7 @@ struct DecodeAttentionArgs : PagedAttentionArgs {
   bool out_vectorized = false;  // out rows 16-byte aligned: 8 elements per store
   // Launch shape, from host-known sizes only (CUDA-graph safe): the context bound (an upper
   // bound of every context_lens; it picks the kernel shape and sizes the splits), row chunks of
-  // 16 (token, head) rows per kv head, and key splits; each split covers an equal share of the
+  // decode_rows_per_block (token, head) rows per kv head, and key splits; each split covers an equal share of the
   // actual context, which the kernel reads on the device.
   int64_t max_context_len = 0;
   int num_row_chunks = 1;

@@ -18,6 +18,7 @@ struct DecodeConfig
   static constexpr int kWarps = kWarpsArg;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kKeysPerWarp = decode_keys_per_warp(kCodesArg, kHeadDimArg);  // of every tile
+  static constexpr int kRowsPerBlock = decode_rows_per_block(kCodesArg);  // of q_s's kDecodeRowsPerBlock
   static constexpr int kKeySteps = kKeysPerWarp / 16;  // 16-key k-steps of P V (m16n8k16 S tile pairs)
   static constexpr int kTileKeys = kWarps * kKeysPerWarp;  // keys per pipeline stage
   static constexpr int kStages = kStagesArg;
@@ -35,10 +36,10 @@ struct DecodeConfig
   static_assert(kStages >= 2);
   static constexpr int kQLoadsPerThread = kDecodeRowsPerBlock * kChunks / kThreads;  // 8-element runs of q
   static_assert(kQLoadsPerThread * kThreads == kDecodeRowsPerBlock * kChunks);
-  // q's A fragments stay in registers up to head_dim 128; at 256 they would push O's 128
-  // accumulators into spills, so they are re-read from shared memory per tile. Over a quantized
-  // cache too: the registers go to a third block per SM.
-  static constexpr bool kQInRegisters = kHeadDim <= 128 && kCodesArg == KvCodes::kNone;
+  // The 16-bit mainloop keeps q's A fragments in registers up to head_dim 128; at 256 they would
+  // push O's 128 accumulators into spills, so they are re-read from shared memory per tile, as the
+  // quantized mainloop always does.
+  static constexpr bool kQInRegisters = kHeadDim <= 128;
   // Tiles each block prefetches into L2 before its PDL wait: 128 KB of K and V per SM in all
   // (2 tiles at head_dim 128); fewer or more were slower (docs/perf/decode_attention.md).
   static constexpr int kPrefetchTiles = 128 * 1024 / (kBlocksPerSm * kStageBytes);

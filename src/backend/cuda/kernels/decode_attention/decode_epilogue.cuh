@@ -9,7 +9,6 @@
 
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_merge.cuh"
-#include "backend/cuda/kernels/decode_attention/decode_quant_tile.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_work.cuh"
 #include "backend/cuda/kernels/float_io.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
@@ -27,36 +26,31 @@ struct DecodeEpilogue {
       : ml_s(ml_s_arg), reduce_s(reinterpret_cast<float*>(ring_s)) {}
 
   // Per-row (max, sum) first, then each warp's O rescaled to the rows' max into reduce_s (the
-  // ring, free once every warp is done with it).
+  // ring, free once every warp is done with it). The mainloop (DecodeMainloop or
+  // DecodeQuantMainloop) says which rows its lanes hold (slots) and where their O values go.
   template <typename Mainloop>
   __device__ __forceinline__ void merge_warps(Mainloop& mainloop) {
-    const int warp = mainloop.warp, g = mainloop.g, t4 = mainloop.t4;
+    const int warp = mainloop.warp;
     cp_async_wait<0>();
+    mainloop.reduce_sums();
+    if (mainloop.writes_row_state()) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      mainloop.l[h] = quad_sum(mainloop.l[h]);
-      if (t4 == 0) {
-        ml_s[(warp * kDecodeRowsPerBlock + g + 8 * h) * 2] = mainloop.m[h];
-        ml_s[(warp * kDecodeRowsPerBlock + g + 8 * h) * 2 + 1] = mainloop.l[h];
+      for (int s = 0; s < Mainloop::kSlots; ++s) {
+        float* ml = ml_s + (warp * kDecodeRowsPerBlock + mainloop.slot_row(s)) * 2;
+        ml[0] = mainloop.m[s];
+        ml[1] = mainloop.l[s];
       }
     }
     __syncthreads();  // ml_s written; every warp is done with the ring
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = g + 8 * h;
+    for (int s = 0; s < Mainloop::kSlots; ++s) {
+      const int r = mainloop.slot_row(s);
       const float m_max = row_max(r);
-      const float factor = m_max == -INFINITY ? 0.0f : exp2f(mainloop.m[h] - m_max);
+      const float factor = m_max == -INFINITY ? 0.0f : exp2f(mainloop.m[s] - m_max);
       float* dst = reduce_s + (warp * kDecodeRowsPerBlock + r) * C::kReduceStride;
-#pragma unroll
-      for (int n = 0; n < kHeadDim / 8; ++n) {
-        if constexpr (C::kCodes == KvCodes::kNone) {
-          *reinterpret_cast<float2*>(dst + n * 8 + 2 * t4) =
-              make_float2(mainloop.acc[n][2 * h] * factor, mainloop.acc[n][2 * h + 1] * factor);
-        } else {  // O's columns are permuted (decode_quant_tile.cuh)
-          dst[decode_out_dim<C::kCodes, kHeadDim>(n, 2 * t4)] = mainloop.acc[n][2 * h] * factor;
-          dst[decode_out_dim<C::kCodes, kHeadDim>(n, 2 * t4 + 1)] = mainloop.acc[n][2 * h + 1] * factor;
-        }
-      }
+      mainloop.for_each_o_pair(s, [&](int dim, float v0, float v1) {
+        *reinterpret_cast<float2*>(dst + dim) = make_float2(v0 * factor, v1 * factor);
+      });
     }
     __syncthreads();
   }

@@ -5,16 +5,17 @@
 // Warp w takes keys [kKeysPerWarp w, kKeysPerWarp (w + 1)) of each tile (decode_keys_per_warp):
 // S = Q K^T (16 x kKeysPerWarp, fp32 accumulators), causal / sliding-window mask per row, online
 // softmax in log2 units, P rounded to the KV dtype, O += P V (16 x head_dim, fp32) in 16-key k-steps.
+// This is the mainloop of 16-bit caches; a quantized cache's is decode_quant_mainloop.cuh, and
+// decode_run_mainloop streams the tiles through either.
 //
-// Thread layout (mma.sync m16n8k16): lane = 4 g + t4 holds rows g and g + 8 of S and O. Over a
-// quantized cache the K and V fragments are DecodeQuantTile's.
+// Thread layout (mma.sync m16n8k16): lane = 4 g + t4 holds rows g and g + 8 of S and O (slots 0
+// and 1).
 #pragma once
 
 #include <climits>
 #include <cstdint>
 
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
-#include "backend/cuda/kernels/decode_attention/decode_quant_tile.cuh"
 #include "backend/cuda/kernels/decode_attention/decode_work.cuh"
 #include "backend/cuda/kernels/mma_common.cuh"
 
@@ -30,18 +31,16 @@ struct DecodeMainloop {
   int lane, warp, g, t4;
   int row_hi[2], row_lo[2];       // rows g, g + 8 see keys [row_lo, row_hi]
   int last_position, lowest_key;  // the union of every row's keys
-  float scale_log2;  // the softmax scale in log2 units (with an fp8 cache: times K's scale, set by the launch)
-  float v_fp8_scale;  // fp8: V's scale, applied to O after the last tile
+  float scale_log2;               // the softmax scale in log2 units
+  static constexpr int kSlots = 2;
   float m[2];  // running max of the scaled scores (log2 units)
   float l[2];  // this thread's share of the running sums
-  float v_sum[2];  // int8 / int4: this thread's share of the rows' sum P' (1024 + zero) (softmax)
-  float q_sum[2];  // int8 / int4: the sum of rows g, g + 8 of q (f16), for correct_scores
   float acc[kHeadDim / 8][4];
   uint32_t q_base;  // q_s's shared address
   uint32_t q_frag[C::kQInRegisters ? kHeadDim / 16 : 1][4];
 
   __device__ __forceinline__ DecodeMainloop(const DecodeAttentionArgs& a, const DecodeWork& w, const DecodeKeys& keys,
-                                                 const uint8_t* q_s) {
+                                            const uint8_t* q_s) {
     lane = static_cast<int>(threadIdx.x) % 32;
     warp = static_cast<int>(threadIdx.x) / 32;
     g = lane / 4;
@@ -60,11 +59,8 @@ struct DecodeMainloop {
     last_position = keys.last_position;
     lowest_key = keys.lowest_key;
     scale_log2 = a.scale * kLog2e;
-    v_fp8_scale = a.quant.v_fp8_scale;
     m[0] = m[1] = -INFINITY;
     l[0] = l[1] = 0.0f;
-    v_sum[0] = v_sum[1] = 0.0f;
-    q_sum[0] = q_sum[1] = 0.0f;
 #pragma unroll
     for (int n = 0; n < kHeadDim / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     q_base = shared_address(q_s);
@@ -82,50 +78,22 @@ struct DecodeMainloop {
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) load_q_frag(q_frag[kk], kk);
     }
-    if constexpr (C::kRowParams) {  // a0 / a2 hold row g, a1 / a3 row g + 8 (f16 pairs)
-#pragma unroll
-      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-        uint32_t qa[4];
-        q_fragment(qa, kk);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 v = __half22float2(as_half2(qa[i]));
-          q_sum[i % 2] += v.x + v.y;
-        }
-      }
-      q_sum[0] = quad_sum(q_sum[0]);
-      q_sum[1] = quad_sum(q_sum[1]);
-    }
   }
 
-  // The split's tiles, the pipeline filled (PagedKvTiles::issue_fill) and ids the ids of tile
-  // kStages - 1.
-  template <typename Tiles>
-  __device__ __forceinline__ void run(const Tiles& tiles, int (&ids)[C::kLoadsPerThread], uint8_t* ring_s,
-                                      const DecodeKeys& keys) {
-    for (int t = 0; t < keys.num_tiles; ++t) {
-      cp_async_wait<C::kStages - 2>();
-      __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
-      tiles.issue(t + C::kStages - 1, ids, ring_s);
-      cp_async_commit();
-      tiles.fetch_ids(t + C::kStages, ids);
-      tile(keys.split_key0 + t * C::kTileKeys + warp * kKeysPerWarp, ring_s + (t % C::kStages) * C::kStageBytes);
-    }
-    finish();
-  }
+  __device__ __forceinline__ void finish() {}
 
-  // O's terms the quantized tiles left out: int8 / int4 O -= the rows' v_sum, fp8 O *= V's scale.
-  __device__ __forceinline__ void finish() {
-    if constexpr (C::kRowParams) {
-      const float row_sum[2] = {quad_sum(v_sum[0]), quad_sum(v_sum[1])};
+  // For the epilogue (decode_epilogue.cuh): slot h is row g + 8 h; the rows' whole sums, and the
+  // slot's O as pairs of adjacent dims f(dim, O[dim], O[dim + 1]).
+  __device__ __forceinline__ int slot_row(int s) const { return g + 8 * s; }
+  __device__ __forceinline__ bool writes_row_state() const { return t4 == 0; }
+  __device__ __forceinline__ void reduce_sums() {
+    l[0] = quad_sum(l[0]);
+    l[1] = quad_sum(l[1]);
+  }
+  template <typename F>
+  __device__ __forceinline__ void for_each_o_pair(int s, F&& f) const {
 #pragma unroll
-      for (int n = 0; n < kHeadDim / 8; ++n)
-        for (int e = 0; e < 4; ++e) acc[n][e] -= row_sum[e / 2];
-    } else if constexpr (C::kCodes == KvCodes::kFp8) {
-#pragma unroll
-      for (int n = 0; n < kHeadDim / 8; ++n)
-        for (int e = 0; e < 4; ++e) acc[n][e] *= v_fp8_scale;
-    }
+    for (int n = 0; n < kHeadDim / 8; ++n) f(n * 8 + 2 * t4, acc[n][2 * s], acc[n][2 * s + 1]);
   }
 
   // The warp's kKeysPerWarp keys of one tile, from warp_key0; stage: the tile's {K, V} in the ring.
@@ -133,22 +101,10 @@ struct DecodeMainloop {
     if (warp_key0 > last_position || warp_key0 + kKeysPerWarp - 1 < lowest_key) return;  // no row sees them
     float s[2 * kKeySteps][4] = {};
     uint32_t p_frag[kKeySteps][4];
-    if constexpr (C::kCodes == KvCodes::kNone) {
-      const uint32_t k_base = shared_address(stage);
-      scores(s, k_base);
-      softmax(s, warp_key0, p_frag);
-      accumulate_pv(p_frag, k_base + C::kTileBytes);
-    } else {
-      const DecodeQuantTile<C> quant{stage, warp, g, t4};
-      quant.scores(s, [this](uint32_t(&qa)[4], int kk) { q_fragment(qa, kk); });
-      float v_scale[4 * kKeySteps], v_zero[4 * kKeySteps];
-      if constexpr (C::kRowParams) {
-        quant.correct_scores(s, q_sum);
-        quant.v_params(v_scale, v_zero);
-      }
-      softmax(s, warp_key0, p_frag, v_scale, v_zero);
-      quant.accumulate(acc, p_frag);
-    }
+    const uint32_t k_base = shared_address(stage);
+    scores(s, k_base);
+    softmax(s, warp_key0, p_frag);
+    accumulate_pv(p_frag, k_base + C::kTileBytes);
   }
 
   __device__ __forceinline__ void q_fragment(uint32_t (&qa)[4], int kk) const {
@@ -181,12 +137,9 @@ struct DecodeMainloop {
   }
 
   // Mask, online softmax (log2 units), O rescaled, P in the KV dtype as the A operand of P V
-  // (p_frag[j]: k-step j, keys 16 j ..). With int8 / int4 codes P' = P times V's row scales
-  // (v_scale, per element of P's fragments), and v_sum adds P' (1024 + zero) (v_zero) per row,
-  // which finish() takes from O.
+  // (p_frag[j]: k-step j, keys 16 j ..).
   __device__ __forceinline__ void softmax(const float (&s)[2 * kKeySteps][4], int warp_key0,
-                                          uint32_t (&p_frag)[kKeySteps][4], const float (&v_scale)[4 * kKeySteps] = {},
-                                          const float (&v_zero)[4 * kKeySteps] = {}) {
+                                          uint32_t (&p_frag)[kKeySteps][4]) {
     constexpr int kValues = 4 * kKeySteps;  // of each of the thread's two rows
     // Whether every row sees all the warp's keys (the mask is then skipped; uniform over the warp).
     const bool all_visible = __all_sync(0xFFFFFFFFu, warp_key0 >= max(row_lo[0], row_lo[1]) &&
@@ -221,27 +174,17 @@ struct DecodeMainloop {
 #pragma unroll
       for (int e = 0; e < kValues; ++e) p[e] = exp2f(x[e] - base);
       // Of k-step j, a0 / a2: row g, keys 2 t4 (+8); a1 / a3: row g + 8. Sums use the rounded
-      // weights (over int8 / int4 codes the unrounded ones: P' is P times the scales).
-      float l_tile = 0.0f, v_tile = 0.0f;
+      // weights.
+      float l_tile = 0.0f;
 #pragma unroll
       for (int j = 0; j < kKeySteps; ++j) {
         const float* pj = p + 4 * j;
         float r0, r1, r2, r3;
-        if constexpr (C::kRowParams) {
-          const float* sc = v_scale + 4 * j;
-          const float* z = v_zero + 4 * j;
-          p_frag[j][h] = Kv::pack(pj[0] * sc[0], pj[1] * sc[1], r0, r1);
-          p_frag[j][h + 2] = Kv::pack(pj[2] * sc[2], pj[3] * sc[3], r2, r3);
-          l_tile += (pj[0] + pj[1]) + (pj[2] + pj[3]);
-          v_tile += (r0 * z[0] + r1 * z[1]) + (r2 * z[2] + r3 * z[3]);
-        } else {
-          p_frag[j][h] = Kv::pack(pj[0], pj[1], r0, r1);
-          p_frag[j][h + 2] = Kv::pack(pj[2], pj[3], r2, r3);
-          l_tile += (r0 + r1) + (r2 + r3);
-        }
+        p_frag[j][h] = Kv::pack(pj[0], pj[1], r0, r1);
+        p_frag[j][h + 2] = Kv::pack(pj[2], pj[3], r2, r3);
+        l_tile += (r0 + r1) + (r2 + r3);
       }
       l[h] = l[h] * alpha[h] + l_tile;
-      if constexpr (C::kRowParams) v_sum[h] = v_sum[h] * alpha[h] + v_tile;
     }
     // O rescaled only when some row of the warp saw a new max (rarely after the first tiles).
     if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
@@ -271,5 +214,23 @@ struct DecodeMainloop {
     }
   }
 };
+
+// The split's tiles through `mainloop` (DecodeMainloop or DecodeQuantMainloop), the pipeline
+// filled (PagedKvTiles::issue_fill) and ids the ids of tile kStages - 1.
+template <typename C, typename Mainloop, typename Tiles>
+__device__ __forceinline__ void decode_run_mainloop(Mainloop& mainloop, const Tiles& tiles,
+                                                    int (&ids)[C::kLoadsPerThread], uint8_t* ring_s,
+                                                    const DecodeKeys& keys) {
+  for (int t = 0; t < keys.num_tiles; ++t) {
+    cp_async_wait<C::kStages - 2>();
+    __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
+    tiles.issue(t + C::kStages - 1, ids, ring_s);
+    cp_async_commit();
+    tiles.fetch_ids(t + C::kStages, ids);
+    mainloop.tile(keys.split_key0 + t * C::kTileKeys + mainloop.warp * C::kKeysPerWarp,
+                  ring_s + (t % C::kStages) * C::kStageBytes);
+  }
+  mainloop.finish();
+}
 
 }  // namespace brisk::cuda::decode

@@ -6,8 +6,9 @@
 
 namespace brisk::cuda {
 
-int decode_attention_row_chunks(int group, int max_query_len) {
-  return (group * std::max(max_query_len, 1) + kDecodeRowsPerBlock - 1) / kDecodeRowsPerBlock;
+int decode_attention_row_chunks(int group, int max_query_len, KvCodes codes) {
+  const int rows = decode_rows_per_block(codes);
+  return (group * std::max(max_query_len, 1) + rows - 1) / rows;
 }
 
 // Time, in keys streamed by one block: blocks = sequences x kv heads x row chunks x splits run

@@ -8,8 +8,8 @@
 
 namespace brisk::cuda {
 
-// ceil(group * max_query_len / 16).
-int decode_attention_row_chunks(int group, int max_query_len);
+// ceil(group * max_query_len / decode_rows_per_block(codes)).
+int decode_attention_row_chunks(int group, int max_query_len, KvCodes codes);
 // The split-KV cost model: from the grid without splits, the kernel's shape, the SM count and
 // the context bound (a.max_context_len).
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms);

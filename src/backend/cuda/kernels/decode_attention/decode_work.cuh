@@ -8,9 +8,10 @@
 
 namespace brisk::cuda::decode {
 
-// Grid (split, kv head x row chunk, sequence). The block's 16 rows are (token, head) pairs of one
-// sequence that share the kv head, token-major (row = token * group + head in group), so every
-// K / V tile read serves them all. num_rows <= 0: the sequence has no such row chunk.
+// Grid (split, kv head x row chunk, sequence). The block's rows (C::kRowsPerBlock) are (token,
+// head) pairs of one sequence that share the kv head, token-major (row = token * group + head in
+// group), so every K / V tile read serves them all. num_rows <= 0: the sequence has no such row
+// chunk.
 struct DecodeWork {
   int split, chunk, kv_head, seq, group;
   int q_begin, q_len, context_len;  // the sequence's new tokens [q_begin, q_begin + q_len)
@@ -18,6 +19,7 @@ struct DecodeWork {
 };
 
 // Reads only the ragged layout, which host copies wrote: callable before the PDL wait.
+template <typename C>
 __device__ __forceinline__ DecodeWork decode_work(const DecodeAttentionArgs& a) {
   DecodeWork w;
   w.split = blockIdx.x;
@@ -28,8 +30,8 @@ __device__ __forceinline__ DecodeWork decode_work(const DecodeAttentionArgs& a) 
   w.q_begin = a.query_start[w.seq];
   w.q_len = a.query_start[w.seq + 1] - w.q_begin;
   w.context_len = a.context_lens[w.seq];
-  w.row0 = w.chunk * kDecodeRowsPerBlock;
-  w.num_rows = min(kDecodeRowsPerBlock, w.group * w.q_len - w.row0);
+  w.row0 = w.chunk * C::kRowsPerBlock;
+  w.num_rows = min(C::kRowsPerBlock, w.group * w.q_len - w.row0);
   return w;
 }
 
