@@ -51,4 +51,11 @@ struct DecodeConfig
   static_assert(kBlocksPerSm * (kSharedBytes + 1024) <= 228 * 1024);
 };
 
+// q's 16-row A fragment for k-step kk (16 head dims) from q_s (at shared address q_base).
+template <typename C>
+__device__ __forceinline__ void decode_q_fragment(uint32_t (&frag)[4], uint32_t q_base, int lane, int kk) {
+  const int matrix = lane / 8;
+  ldmatrix_x4(frag, q_base + swizzled<C::kChunks>((matrix & 1) * 8 + lane % 8, kk * 2 + (matrix >> 1)));
+}
+
 }  // namespace brisk::cuda::decode

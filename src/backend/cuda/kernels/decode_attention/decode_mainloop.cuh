@@ -12,7 +12,6 @@
 // and 1).
 #pragma once
 
-#include <climits>
 #include <cstdint>
 
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
@@ -46,16 +45,7 @@ struct DecodeMainloop {
     g = lane / 4;
     t4 = lane % 4;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = g + 8 * h;
-      // Padding rows (zero q, never stored) see every key: they never hold the mask on.
-      row_hi[h] = INT_MAX;
-      row_lo[h] = 0;
-      if (r < w.num_rows) {
-        row_hi[h] = w.context_len - w.q_len + (w.row0 + r) / w.group;
-        row_lo[h] = a.sliding_window > 0 ? row_hi[h] - a.sliding_window + 1 : 0;
-      }
-    }
+    for (int h = 0; h < 2; ++h) decode_row_keys(a, w, slot_row(h), row_lo[h], row_hi[h]);
     last_position = keys.last_position;
     lowest_key = keys.lowest_key;
     scale_log2 = a.scale * kLog2e;
@@ -68,8 +58,7 @@ struct DecodeMainloop {
 
   // A fragment of q for k-step kk (16 head dims).
   __device__ __forceinline__ void load_q_frag(uint32_t (&frag)[4], int kk) const {
-    const int matrix = lane / 8;
-    ldmatrix_x4(frag, q_base + swizzled<C::kChunks>((matrix & 1) * 8 + lane % 8, kk * 2 + (matrix >> 1)));
+    decode_q_fragment<C>(frag, q_base, lane, kk);
   }
 
   // After q_s is written and a barrier.

@@ -10,7 +10,6 @@
 // lane's rows.
 #pragma once
 
-#include <climits>
 #include <cstdint>
 
 #include "backend/cuda/kernels/decode_attention/decode_config.cuh"
@@ -61,14 +60,7 @@ struct DecodeQuantMainloop {
     t4 = lane % 4;
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      const int r = slot_row(s);
-      // Padding rows (zero q, never stored) see every key: they never hold the mask on.
-      row_hi[s] = INT_MAX;
-      row_lo[s] = 0;
-      if (r < w.num_rows) {
-        row_hi[s] = w.context_len - w.q_len + (w.row0 + r) / w.group;
-        row_lo[s] = a.sliding_window > 0 ? row_hi[s] - a.sliding_window + 1 : 0;
-      }
+      decode_row_keys(a, w, slot_row(s), row_lo[s], row_hi[s]);
       m[s] = -INFINITY;
       l[s] = 0.0f;
     }
@@ -89,8 +81,7 @@ struct DecodeQuantMainloop {
   // q's 16-row A fragment for k-step kk (16 head dims): a0 / a2 are row tile 0's B fragment, a1 /
   // a3 row tile 1's.
   __device__ __forceinline__ void load_q_frag(uint32_t (&frag)[4], int kk) const {
-    const int matrix = lane / 8;
-    ldmatrix_x4(frag, q_base + swizzled<C::kChunks>((matrix & 1) * 8 + lane % 8, kk * 2 + (matrix >> 1)));
+    decode_q_fragment<C>(frag, q_base, lane, kk);
   }
 
   // After q_s is written and a barrier (q's fragments are re-read from q_s per tile).

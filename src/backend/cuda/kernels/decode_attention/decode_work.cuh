@@ -2,6 +2,7 @@
 // thread block serves, the keys its rows see and its split's tiles, and the order of its start-up.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "backend/cuda/kernels/decode_attention/decode_attention.h"
@@ -41,6 +42,18 @@ struct DecodeKeys {
   int end;                        // last_position + 1, at least 0
   int split_key0, num_tiles;      // the split's keys [split_key0, split_key0 + num_tiles * kTileKeys)
 };
+
+// The keys row r of the block sees, [lo, hi]. Padding rows (zero q, never stored) see every key:
+// they never hold the mask on.
+__device__ __forceinline__ void decode_row_keys(const DecodeAttentionArgs& a, const DecodeWork& w, int r, int& lo,
+                                                int& hi) {
+  hi = INT_MAX;
+  lo = 0;
+  if (r < w.num_rows) {
+    hi = w.context_len - w.q_len + (w.row0 + r) / w.group;
+    lo = a.sliding_window > 0 ? hi - a.sliding_window + 1 : 0;
+  }
+}
 
 template <typename C>
 __device__ __forceinline__ DecodeKeys decode_keys(const DecodeAttentionArgs& a, const DecodeWork& w) {
