@@ -10,8 +10,9 @@ ends (a negative lead) was resident and waiting; a positive lead is time the GPU
 the step running.
 
 Per CUDA graph replayed at least --min-replays times (the decode graphs of `bench latency`, one
-per batch size), grouped by kernel (name and grid, so that the projections stay apart): calls a
-replay, mean duration, mean lead, marginal us a replay and its share of the span. Then, over the
+per batch size), grouped by kernel (name, grid and the kernel before it, so that the projections
+stay apart): calls a replay, mean duration, mean lead, marginal us a replay and its share of the
+span. Then, over the
 replays of all those graphs together by kernel name (grids merged: a serving run's decode steps),
 then the kernels launched outside graphs (prefill and mixed steps) and all kernels by total time.
 
@@ -61,8 +62,10 @@ def busy_ns(kernels):
     return total + (cur_end - cur_start if cur_end is not None else 0)
 
 
-def graph_table(replays, top, key=lambda k: k.key):
-    """replays: lists of one graph's kernels, one list a launch; rows by key(kernel)."""
+def graph_table(replays, top, by_name=False):
+    """replays: lists of one graph's kernels, one list a launch; rows by kernel name, grid and the
+    kernel before it in the replay (which tells apart the projections of one grid: o_proj after the
+    attention, down after silu_mul), or by name alone."""
     n = len(replays)
     stats = defaultdict(lambda: [0, 0, 0, 0])  # calls, duration ns, lead ns, marginal ns
     spans, busy = [], []
@@ -70,9 +73,10 @@ def graph_table(replays, top, key=lambda k: k.key):
         kernels = sorted(kernels, key=lambda k: (k.start, k.end))
         spans.append(kernels[-1].end - kernels[0].start if kernels else 0)
         busy.append(busy_ns(kernels))
-        latest = kernels[0].start
+        latest, before = kernels[0].start, "start"
         for k in kernels:
-            s = stats[key(k)]
+            s = stats[k.name if by_name else f"{k.key} < {before}"]
+            before = k.name
             s[0] += 1
             s[1] += k.end - k.start
             s[2] += k.start - latest
@@ -82,7 +86,8 @@ def graph_table(replays, top, key=lambda k: k.key):
     lines = [f"{n} replays, {sum(len(r) for r in replays) / n:.0f} kernels a replay, "
              f"span {span / 1e3:.1f} us a replay, "
              f"GPU busy {100 * sum(busy) / max(sum(spans), 1):.1f}%",
-             f"{'kernel [grid]':58s} {'calls':>6s} {'us/call':>8s} {'lead us':>8s} {'marg. us':>9s} {'share':>6s}"]
+             f"{'kernel' if by_name else 'kernel [grid] < the kernel before':58s} {'calls':>6s} {'us/call':>8s} "
+             f"{'lead us':>8s} {'marg. us':>9s} {'share':>6s}"]
     rows = sorted(stats.items(), key=lambda kv: -kv[1][3])
     for key, (calls, duration, lead, marginal) in rows[:top]:
         lines.append(f"{key[:58]:58s} {calls / n:6.1f} {duration / calls / 1e3:8.2f} {lead / calls / 1e3:8.2f} "
@@ -131,7 +136,7 @@ def main():
     if len(ranked) > 1:
         replays = [ks for _, rs in ranked for ks in rs]
         print(f"every graph above {args.min_replays - 1} replays ({len(ranked)} graphs), by kernel name: "
-              + "\n".join(graph_table(replays, args.top, key=lambda k: k.name)))
+              + "\n".join(graph_table(replays, args.top, by_name=True)))
         print()
     print_totals("kernels outside graphs", [k for k in kernels if not k.graph], args.top)
     print_totals("all kernels", kernels, args.top)

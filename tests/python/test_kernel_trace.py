@@ -34,9 +34,9 @@ def test_marginal_time_lead_and_busy_fraction_per_graph(tmp_path):
     lines = out.splitlines()
     assert lines[0] == "graph 7: 5 replays, 3 kernels a replay, span 20.0 us a replay, GPU busy 90.0%"
     table = {line[:58].strip(): line[58:].split() for line in lines[2:5]}
-    assert table["gemv_kernel [256,1,1]"] == ["1.0", "10.00", "0.00", "10.0", "50.0%"]
-    assert table["decode_attention_kernel [1,1,1]"] == ["1.0", "7.00", "-2.00", "5.0", "25.0%"]
-    assert table["gemv_kernel [384,1,1]"] == ["1.0", "3.00", "2.00", "5.0", "25.0%"]
+    assert table["gemv_kernel [256,1,1] < start"] == ["1.0", "10.00", "0.00", "10.0", "50.0%"]
+    assert table["decode_attention_kernel [1,1,1] < gemv_kernel"] == ["1.0", "7.00", "-2.00", "5.0", "25.0%"]
+    assert table["gemv_kernel [384,1,1] < decode_attention_kernel"] == ["1.0", "3.00", "2.00", "5.0", "25.0%"]
     assert "kernels outside graphs: 1, 0.0 ms of kernel time over 0.0 ms (GPU busy 100.0%)" in lines
     total = next(line for line in lines if line.startswith("all kernels"))
     assert total.startswith("all kernels: 16, 0.1 ms of kernel time")
