@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 namespace {
@@ -71,7 +70,9 @@ void finish() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_out == nullptr) return;
-  if (g_dropped > 0) std::fprintf(stderr, "kernel_trace: %llu records dropped\n", (unsigned long long)g_dropped.load());
+  if (g_dropped > 0) {
+    std::fprintf(stderr, "kernel_trace: %llu records dropped\n", static_cast<unsigned long long>(g_dropped.load()));
+  }
   std::fclose(g_out);
   g_out = nullptr;
 }
