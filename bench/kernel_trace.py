@@ -14,9 +14,11 @@ per batch size), grouped by kernel (name, grid and the kernel before it, so that
 stay apart): calls a replay, mean duration, mean lead, marginal us a replay and its share of the
 span. Then, over the
 replays of all those graphs together by kernel name (grids merged: a serving run's decode steps),
-then the kernels launched outside graphs (prefill and mixed steps) and all kernels by total time.
+the steps run outside graphs (mixed and prefill steps, each ending at the sampler's launch) the
+same way, then the kernels launched outside graphs and all kernels by total time.
 
 Usage: python3 bench/kernel_trace.py TRACE.csv [--min-replays N] [--top N] [--graphs N]
+                                     [--step-kernel NAME] [--min-step-kernels N]
 """
 import argparse
 import csv
@@ -62,9 +64,9 @@ def busy_ns(kernels):
     return total + (cur_end - cur_start if cur_end is not None else 0)
 
 
-def graph_table(replays, top, by_name=False):
-    """replays: lists of one graph's kernels, one list a launch; rows by kernel name, grid and the
-    kernel before it in the replay (which tells apart the projections of one grid: o_proj after the
+def graph_table(replays, top, by_name=False, unit="replay"):
+    """replays: lists of kernels, one list a graph launch (or an eager step); rows by kernel name,
+    grid and the kernel before it (which tells apart the projections of one grid: o_proj after the
     attention, down after silu_mul), or by name alone."""
     n = len(replays)
     stats = defaultdict(lambda: [0, 0, 0, 0])  # calls, duration ns, lead ns, marginal ns
@@ -83,8 +85,8 @@ def graph_table(replays, top, by_name=False):
             s[3] += max(k.end - latest, 0)
             latest = max(latest, k.end)
     span = sum(spans) / n
-    lines = [f"{n} replays, {sum(len(r) for r in replays) / n:.0f} kernels a replay, "
-             f"span {span / 1e3:.1f} us a replay, "
+    lines = [f"{n} {unit}s, {sum(len(r) for r in replays) / n:.0f} kernels a {unit}, "
+             f"span {span / 1e3:.1f} us a {unit}, "
              f"GPU busy {100 * sum(busy) / max(sum(spans), 1):.1f}%",
              f"{'kernel' if by_name else 'kernel [grid] < the kernel before':58s} {'calls':>6s} {'us/call':>8s} "
              f"{'lead us':>8s} {'marg. us':>9s} {'share':>6s}"]
@@ -93,6 +95,18 @@ def graph_table(replays, top, by_name=False):
         lines.append(f"{key[:58]:58s} {calls / n:6.1f} {duration / calls / 1e3:8.2f} {lead / calls / 1e3:8.2f} "
                      f"{marginal / n / 1e3:9.1f} {100 * marginal / n / max(span, 1):5.1f}%")
     return lines
+
+
+def eager_steps(eager, step_kernel):
+    """The kernels launched outside graphs, in start order, cut after each step_kernel (the sampler,
+    launched once a step)."""
+    steps, step = [], []
+    for k in eager:
+        step.append(k)
+        if k.name == step_kernel:
+            steps.append(step)
+            step = []
+    return steps
 
 
 def print_totals(title, kernels, top):
@@ -117,6 +131,9 @@ def main():
     parser.add_argument("--min-replays", type=int, default=5)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--graphs", type=int, default=3, help="per-graph tables for this many graphs")
+    parser.add_argument("--step-kernel", default="sample_kernel", help="the kernel that ends a step")
+    parser.add_argument("--min-step-kernels", type=int, default=20,
+                        help="eager steps with fewer kernels (a decode step's sampler) are left out")
     args = parser.parse_args()
     kernels = read(args.trace)
     if not kernels:
@@ -138,7 +155,13 @@ def main():
         print(f"every graph above {args.min_replays - 1} replays ({len(ranked)} graphs), by kernel name: "
               + "\n".join(graph_table(replays, args.top, by_name=True)))
         print()
-    print_totals("kernels outside graphs", [k for k in kernels if not k.graph], args.top)
+    eager = sorted((k for k in kernels if not k.graph), key=lambda k: k.start)
+    steps = [step for step in eager_steps(eager, args.step_kernel) if len(step) >= args.min_step_kernels]
+    if steps:
+        print(f"eager steps of {args.min_step_kernels} kernels or more (mixed and prefill steps, ending at "
+              f"{args.step_kernel}), by kernel name: " + "\n".join(graph_table(steps, args.top, True, "step")))
+        print()
+    print_totals("kernels outside graphs", eager, args.top)
     print_totals("all kernels", kernels, args.top)
     return 0
 

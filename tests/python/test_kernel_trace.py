@@ -65,6 +65,24 @@ def test_graphs_with_few_replays_are_left_out_of_the_per_graph_tables(tmp_path):
     assert "all kernels: 2" in out
 
 
+def test_eager_steps_end_at_the_sampler(tmp_path):
+    rows = []
+    for r in range(3):  # three mixed steps: two kernels, then the sampler; and a decode step's lone sampler
+        t = 100 * r
+        rows += [kernel(t, t + 10, 3 * r, 0, "gemm_kernel"), kernel(t + 12, t + 20, 3 * r + 1, 0, "prefill_attention"),
+                 kernel(t + 20, t + 25, 3 * r + 2, 0, "sample_kernel")]
+    rows.append(kernel(400, 405, 99, 0, "sample_kernel"))
+    code, out = summarize(tmp_path, rows, "--min-step-kernels", "3")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("eager steps of 3 kernels or more (mixed and prefill steps, ending at sample_kernel), "
+                               "by kernel name: 3 steps, 3 kernels a step, span 25.0 us a step")
+    table = {line[:58].strip(): line[58:].split() for line in lines[2:5]}
+    assert table["gemm_kernel"] == ["1.0", "10.00", "0.00", "10.0", "40.0%"]
+    assert table["prefill_attention"] == ["1.0", "8.00", "2.00", "10.0", "40.0%"]
+    assert table["sample_kernel"] == ["1.0", "5.00", "0.00", "5.0", "20.0%"]
+
+
 def test_reports_an_empty_trace(tmp_path):
     code, out = summarize(tmp_path, [])
     assert code == 1
