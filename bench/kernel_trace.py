@@ -12,10 +12,9 @@ the step running.
 Per CUDA graph replayed at least --min-replays times (the decode graphs of `bench latency`, one
 per batch size), grouped by kernel (name, grid and the kernel before it, so that the projections
 stay apart): calls a replay, mean duration, mean lead, marginal us a replay and its share of the
-span. Then, over the
-replays of all those graphs together by kernel name (grids merged: a serving run's decode steps),
-the steps run outside graphs (mixed and prefill steps, each ending at the sampler's launch) the
-same way, then the kernels launched outside graphs and all kernels by total time.
+span. Then the replays of all those graphs together by kernel name (grids merged: a serving run's
+decode steps), the steps run outside graphs (mixed and prefill steps, each ending at the sampler's
+launch) the same way, then the kernels launched outside graphs and all kernels by total time.
 
 Usage: python3 bench/kernel_trace.py TRACE.csv [--min-replays N] [--top N] [--graphs N]
                                      [--step-kernel NAME] [--min-step-kernels N]
