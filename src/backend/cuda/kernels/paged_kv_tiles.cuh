@@ -263,6 +263,18 @@ struct PagedKvTiles {
     }
   }
 
+  // A mainloop's step t over the ring: waits until tile t has landed for every thread and every
+  // warp is done with tile t - 1's stage, queues tile t + kStages - 1 into that stage, fetches the
+  // ids of the tile after it, and returns tile t's stage.
+  __device__ __forceinline__ uint8_t* next_stage(int t, int (&ids)[kLoads], uint8_t* ring) const {
+    cp_async_wait<Config::kStages - 2>();
+    __syncthreads();
+    issue(t + Config::kStages - 1, ids, ring);
+    cp_async_commit();
+    fetch_ids(t + Config::kStages, ids);
+    return ring + (t % Config::kStages) * Config::kStageBytes;
+  }
+
   // One 16-byte copy (cp_async_16), with the evict-first policy where the kernel asks for it.
   __device__ __forceinline__ void copy(uint32_t dst, const void* src, int src_bytes) const {
     if constexpr (kEvictFirst) {

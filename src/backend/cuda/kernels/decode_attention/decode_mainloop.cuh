@@ -211,13 +211,8 @@ __device__ __forceinline__ void decode_run_mainloop(Mainloop& mainloop, const Ti
                                                     int (&ids)[C::kLoadsPerThread], uint8_t* ring_s,
                                                     const DecodeKeys& keys) {
   for (int t = 0; t < keys.num_tiles; ++t) {
-    cp_async_wait<C::kStages - 2>();
-    __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
-    tiles.issue(t + C::kStages - 1, ids, ring_s);
-    cp_async_commit();
-    tiles.fetch_ids(t + C::kStages, ids);
-    mainloop.tile(keys.split_key0 + t * C::kTileKeys + mainloop.warp * C::kKeysPerWarp,
-                  ring_s + (t % C::kStages) * C::kStageBytes);
+    uint8_t* stage = tiles.next_stage(t, ids, ring_s);
+    mainloop.tile(keys.split_key0 + t * C::kTileKeys + mainloop.warp * C::kKeysPerWarp, stage);
   }
   mainloop.finish();
 }

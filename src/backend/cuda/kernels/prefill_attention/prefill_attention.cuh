@@ -87,12 +87,7 @@ prefill_attention_kernel(const PrefillAttentionArgs a) {
   mainloop.load_q(q_s);
 
   for (int t = 0; t < w.num_tiles; ++t) {
-    cp_async_wait<C::kStages - 2>();
-    __syncthreads();  // tile t landed for every thread; everyone is done with tile t - 1's slot
-    tiles.issue(t + C::kStages - 1, table_ids, ring_s);
-    cp_async_commit();
-    tiles.fetch_ids(t + C::kStages, table_ids);
-    uint8_t* stage = ring_s + (t % C::kStages) * C::kStageBytes;
+    uint8_t* stage = tiles.next_stage(t, table_ids, ring_s);
     if constexpr (C::kCodes != KvCodes::kNone) {
       dequantize_tile<C>(stage, dequant_s, a.quant.v_fp8_scale);
       __syncthreads();  // the 16-bit tile is written (the next iteration's barrier guards its reuse)
