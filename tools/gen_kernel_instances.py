@@ -41,11 +41,14 @@ FAMILIES = {
             # tile (decode_keys_per_warp). Contexts up to 1024 keys (and head_dim 64) take 2-warp
             # blocks of 64-key tiles, 4 per SM; longer ones 4-warp blocks of 128-key tiles, 2 per SM,
             # whose splits are half as many to merge. The stages keep about as many bytes in flight
-            # per SM as bf16's.
+            # per SM as bf16's. int4 is bound by its instructions per key: up to 8192 keys (batches
+            # that run in waves of blocks) it takes 3 blocks an SM of 3 stages, more warps to hide
+            # them; longer contexts (single waves, where bytes in flight count) 2 of 6.
             "hd64_quant": [(F16, INT8, 64, 2, 6, 4, 0), (F16, FP8, 64, 2, 6, 4, 0), (F16, INT4, 64, 2, 11, 4, 0)],
             "hd128_short_quant": [(F16, INT8, 128, 2, 3, 4, 1024), (F16, FP8, 128, 2, 3, 4, 1024),
                                   (F16, INT4, 128, 2, 6, 4, 1024)],
-            "hd128_quant": [(F16, INT8, 128, 4, 3, 2, 0), (F16, FP8, 128, 4, 3, 2, 0), (F16, INT4, 128, 4, 6, 2, 0)],
+            "hd128_quant": [(F16, INT8, 128, 4, 3, 2, 0), (F16, FP8, 128, 4, 3, 2, 0), (F16, INT4, 128, 4, 3, 3, 8192),
+                            (F16, INT4, 128, 4, 6, 2, 0)],
             "hd256_quant": [(F16, INT8, 256, 4, 5, 1, 0), (F16, FP8, 256, 4, 5, 1, 0), (F16, INT4, 256, 4, 9, 1, 0)],
         },
     },

@@ -17,6 +17,10 @@ int decode_attention_row_chunks(int group, int max_query_len, KvCodes codes) {
 // splits) key tiles of the context bound; splitting adds the merge by the last split block
 // (about 128 keys). Take the fewest splits that minimise it, each split keeping at least 2
 // tiles. Without the start-up term the model would favour thousands of 2-tile blocks.
+// Where even 2 splits overflow one wave, a last wave short of the slots costs its share of a
+// wave, at least a quarter: its blocks run faster with fewer beside them, down to what each
+// one's own latency allows. Where a single wave holds 2 splits or more, every wave costs a whole
+// one: leaving a single wave costs more than its share (docs/perf/decode_attention.md).
 int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   constexpr int64_t kStartupKeys = 128;
   constexpr int64_t kMergeKeys = 128;
@@ -26,12 +30,16 @@ int decode_attention_num_splits(const DecodeAttentionArgs& a, int num_sms) {
   const int64_t slots = int64_t{std::max(num_sms, 1)} * shape.blocks_per_sm;
   const int64_t tiles = (std::max<int64_t>(a.max_context_len, 1) + tile_keys - 1) / tile_keys;
   const int max_splits = static_cast<int>(std::clamp<int64_t>(tiles / 2, 1, kDecodeMaxSplits));
+  const bool whole_waves = 2 * blocks <= slots;
   int best = 1;
   int64_t best_cost = -1;
   for (int splits = 1; splits <= max_splits; ++splits) {
-    const int64_t waves = (blocks * splits + slots - 1) / slots;
-    const int64_t cost = waves * (((tiles + splits - 1) / splits) * tile_keys + kStartupKeys) +
-                         (splits > 1 ? kMergeKeys : 0);
+    // In units of 1 / slots of a wave, so that the comparisons stay exact.
+    const int64_t grid = blocks * splits, last = grid % slots;
+    const int64_t partial = last == 0 ? 0 : whole_waves ? slots : std::max(last, slots / 4);
+    const int64_t wave_slots = grid <= slots ? slots : grid / slots * slots + partial;
+    const int64_t cost = wave_slots * (((tiles + splits - 1) / splits) * tile_keys + kStartupKeys) +
+                         (splits > 1 ? kMergeKeys * slots : 0);
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best = splits;

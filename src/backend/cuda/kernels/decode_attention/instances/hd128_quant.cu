@@ -5,6 +5,7 @@ namespace brisk::cuda::decode {
 
 template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt8, 128, 4, 3, 2>(const DecodeAttentionArgs&, cudaStream_t);
 template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kFp8, 128, 4, 3, 2>(const DecodeAttentionArgs&, cudaStream_t);
+template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt4, 128, 4, 3, 3>(const DecodeAttentionArgs&, cudaStream_t);
 template void launch_decode_attention_instance<FloatType::kF16, KvCodes::kInt4, 128, 4, 6, 2>(const DecodeAttentionArgs&, cudaStream_t);
 
 }  // namespace brisk::cuda::decode
