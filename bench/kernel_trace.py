@@ -158,7 +158,7 @@ def main():
     steps = [step for step in eager_steps(eager, args.step_kernel) if len(step) >= args.min_step_kernels]
     if steps:
         print(f"eager steps of {args.min_step_kernels} kernels or more (mixed and prefill steps, ending at "
-              f"{args.step_kernel}), by kernel name: " + "\n".join(graph_table(steps, args.top, True, "step")))
+              f"{args.step_kernel}), by kernel name: " + "\n".join(graph_table(steps, args.top, by_name=True, unit="step")))
         print()
     print_totals("kernels outside graphs", eager, args.top)
     print_totals("all kernels", kernels, args.top)

@@ -184,7 +184,7 @@ TEST(GemmPerf, StreamK) {
       const double routed = time_path(GemmRunner::Path::kAuto), streamk = time_path(GemmRunner::Path::kStreamK),
                    peer = time_path(other);
       const char* peer_name = m <= cuda::kGemvMaxM ? "gemv" : "cuBLASLt";
-      const double share = 100 * weight_bytes / (streamk * 1e-6) / device_copy_bytes_per_second();
+      const double share = 100 * copy_rate_share(weight_bytes, streamk * 1e-6);
       std::printf("[perf] gemm %-8s M %4lld N %5lld K %5lld  auto %7.2f us  stream-K %7.2f us (%.2f TB/s, %.0f%% of "
                   "the copy rate)  %s %7.2f us (%.2f TB/s)  stream-K / %s %.3f\n",
                   s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), routed,
@@ -218,7 +218,7 @@ TEST(GemmFp8Perf, StreamK) {
       };
       const double routed = time_path(GemmRunner::Path::kAuto), streamk = time_path(GemmRunner::Path::kStreamK),
                    peer = time_path(GemmRunner::Path::kCublasLt);
-      const double share = 100 * weight_bytes / (streamk * 1e-6) / device_copy_bytes_per_second();
+      const double share = 100 * copy_rate_share(weight_bytes, streamk * 1e-6);
       std::printf("[perf] gemm_fp8 %-8s M %4lld N %5lld K %5lld  auto %7.2f us  stream-K %7.2f us (%.2f TB/s, %.0f%% "
                   "of the copy rate, %.0f TFLOP/s)  cuBLASLt %7.2f us (%.2f TB/s)  stream-K / cuBLASLt %.3f\n",
                   s.name, static_cast<long long>(m), static_cast<long long>(s.n), static_cast<long long>(s.k), routed,

@@ -84,7 +84,16 @@ inline int perf_block_size() {
   return valid ? size : EngineOptions{}.block_size;
 }
 
-inline double seconds_per_call(const std::function<void()>& run, int repetitions);
+// Seconds from a synchronized device through `repetitions` calls of run (queued back to back)
+// to the device finishing them, per repetition.
+inline double seconds_per_call(const std::function<void()>& run, int repetitions) {
+  Backend& gpu = cuda_backend();
+  gpu.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < repetitions; ++i) run();
+  gpu.synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repetitions;
+}
 
 // Bytes a second (read and written) of a device-to-device copy of 512 MiB on this card, measured
 // once and printed: the bandwidth limit of the perf lines (an H200 copies at about 4.17 TB/s, an
@@ -102,6 +111,9 @@ inline double device_copy_bytes_per_second() {
   return rate;
 }
 
+// The share of this card's copy rate that moving `bytes` in `seconds` reaches.
+inline double copy_rate_share(double bytes, double seconds) { return bytes / seconds / device_copy_bytes_per_second(); }
+
 // Prints one timing: op, shape, time, achieved bandwidth / FLOP rate and the ratio to the nearer
 // limit (this card's copy rate, or the FLOP peak); appends it as a JSON line to BRISK_OPS_PERF_JSON
 // where set.
@@ -109,7 +121,7 @@ inline void print_perf(const std::string& op, const std::string& shape, double b
                        double peak_flops) {
   const double bandwidth = bytes / seconds;
   const double flop_rate = flops / seconds;
-  const double copy_share = bandwidth / device_copy_bytes_per_second(), flop_share = flop_rate / peak_flops;
+  const double copy_share = copy_rate_share(bytes, seconds), flop_share = flop_rate / peak_flops;
   const double ratio = std::max(copy_share, flop_share);  // a read-mostly kernel may pass the copy rate
   std::printf("[perf] %-16s %-44s %10.1f us %8.1f GB/s %8.1f TFLOP/s %5.1f%% of the %s\n", op.c_str(),
               shape.c_str(), seconds * 1e6, bandwidth / 1e9, flop_rate / 1e12, ratio * 100,
@@ -123,17 +135,6 @@ inline void print_perf(const std::string& op, const std::string& shape, double b
       std::fclose(file);
     }
   }
-}
-
-// Seconds from a synchronized device through `repetitions` calls of run (queued back to back)
-// to the device finishing them, per repetition.
-inline double seconds_per_call(const std::function<void()>& run, int repetitions) {
-  Backend& gpu = cuda_backend();
-  gpu.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < repetitions; ++i) run();
-  gpu.synchronize();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repetitions;
 }
 
 // Runs fn a few times to warm up, then times iterations (queued back to back, one sync at the
