@@ -88,6 +88,9 @@ struct SamplingParams {
   // per position (0 to kMaxTopLogprobs). The whole prompt is then computed: positions served by
   // the prefix cache would have no logits.
   std::optional<int32_t> prompt_logprobs;
+  // Added to these tokens' logits before every draw, as OpenAI's logit_bias (and, as a grammar's
+  // mask, before the logprobs and alternatives reported): (token, bias) with each token once.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Set: structured output. Every sample's tokens follow this grammar (its vocabulary must be
   // the model's tokenizer, with the engine's eos_token_ids as stop tokens): the sampler only sees
   // the tokens it allows, and the sample ends ("stop") once the grammar has accepted a stop token.

@@ -246,6 +246,14 @@ struct TokenBitmaskParams {
                             // for rows[j], num_masks == num_masked), so that equal masks are sent once
 };
 
+// OpenAI's logit_bias: logits[rows[j], tokens[j]] += values[j], no (row, token) pair twice.
+struct LogitBiasParams {
+  TensorView logits{};  // [num_seqs, vocab] f32 (rows may be strided), modified in place
+  TensorView rows{};    // [num_biases] i32, each in [0, num_seqs)
+  TensorView tokens{};  // [num_biases] i32, each in [0, vocab)
+  TensorView values{};  // [num_biases] f32
+};
+
 // A point in a backend's queue of work, for waiting on it and timing it.
 class Fence {
  public:
@@ -319,6 +327,7 @@ class Backend {
   virtual void token_logprobs(const TokenLogprobsParams& p) = 0;
   virtual void feed_tokens(const FeedTokensParams& p) = 0;
   virtual void apply_token_bitmask(const TokenBitmaskParams& p) = 0;
+  virtual void logit_bias(const LogitBiasParams& p) = 0;
 
   // Runs `ops` once (which also warms up their plans and temporaries), then records them into a
   // graph. Null where graphs are not supported (the CPU); ops must then run eagerly.

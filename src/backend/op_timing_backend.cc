@@ -82,4 +82,8 @@ void OpTimingBackend::apply_token_bitmask(const TokenBitmaskParams& p) {
   timed("apply_token_bitmask", [&] { inner_->apply_token_bitmask(p); });
 }
 
+void OpTimingBackend::logit_bias(const LogitBiasParams& p) {
+  timed("logit_bias", [&] { inner_->logit_bias(p); });
+}
+
 }  // namespace brisk

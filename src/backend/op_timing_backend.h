@@ -60,6 +60,7 @@ class OpTimingBackend final : public Backend {
   void token_logprobs(const TokenLogprobsParams& p) override;
   void feed_tokens(const FeedTokensParams& p) override;
   void apply_token_bitmask(const TokenBitmaskParams& p) override;
+  void logit_bias(const LogitBiasParams& p) override;
   std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>&) override { return nullptr; }
 
  private:

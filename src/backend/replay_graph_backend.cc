@@ -129,4 +129,8 @@ void ReplayGraphBackend::apply_token_bitmask(const TokenBitmaskParams& p) {
   run([this, p] { inner_->apply_token_bitmask(p); });
 }
 
+void ReplayGraphBackend::logit_bias(const LogitBiasParams& p) {
+  run([this, p] { inner_->logit_bias(p); });
+}
+
 }  // namespace brisk

@@ -54,6 +54,7 @@ class ReplayGraphBackend final : public Backend {
   void token_logprobs(const TokenLogprobsParams& p) override;
   void feed_tokens(const FeedTokensParams& p) override;
   void apply_token_bitmask(const TokenBitmaskParams& p) override;
+  void logit_bias(const LogitBiasParams& p) override;
   std::unique_ptr<RecordedGraph> record_graph(const std::function<void()>& ops) override;
 
  private:

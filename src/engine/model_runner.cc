@@ -173,6 +173,11 @@ void ModelRunner::prepare_sampling(LaunchedStep& step) {
   for (Request* r : step.sampling) {
     SamplingRow row = r->row;
     row.step = static_cast<uint64_t>(r->num_generated + r->num_pending);  // the draw's index
+    for (const auto& [token, bias] : r->params.logit_bias) {
+      step.bias_rows.push_back(static_cast<int32_t>(step.rows.size()));
+      step.bias_tokens.push_back(token);
+      step.bias_values.push_back(bias);
+    }
     step.rows.push_back(row);
     step.penalties = step.penalties || row.has_penalties();
   }
@@ -238,12 +243,21 @@ void ModelRunner::sample_rank(int r, LaunchedStep& step, const TokenMasks& masks
     finish();
     return;
   }
-  // Masked first: the alternatives and logprobs are those of the tokens the grammar allows.
-  if (!masks.rows.empty()) upload_masks(backend, logits, masks);
   std::vector<Tensor> keep;
   auto ids = [](const std::vector<int32_t>& v) {
     return TensorView(const_cast<int32_t*>(v.data()), DType::kI32, {static_cast<int64_t>(v.size())});
   };
+  // Biased and masked first: the alternatives and logprobs are those of the distribution drawn
+  // from, of the tokens the grammar allows.
+  if (!step.bias_rows.empty()) {
+    const int64_t num_biases = static_cast<int64_t>(step.bias_values.size());
+    backend.logit_bias({.logits = logits,
+                        .rows = to_backend(backend, ids(step.bias_rows), keep),
+                        .tokens = to_backend(backend, ids(step.bias_tokens), keep),
+                        .values = to_backend(backend, TensorView(step.bias_values.data(), DType::kF32, {num_biases}),
+                                             keep)});
+  }
+  if (!masks.rows.empty()) upload_masks(backend, logits, masks);
   Tensor logprobs(backend.allocator(), DType::kF32, {num_seqs});
   SampleParams p;
   p.logits = logits;

@@ -53,6 +53,9 @@ struct LaunchedStep {
   // The sampler's rows (draw index fixed at launch) and the ragged prompt / output token lists
   // penalties read (only when some row has a penalty: they can be as long as every context).
   std::vector<SamplingRow> rows;
+  // Rows' logit biases (SamplingParams::logit_bias): logits[bias_rows[j], bias_tokens[j]] += bias_values[j].
+  std::vector<int32_t> bias_rows, bias_tokens;
+  std::vector<float> bias_values;
   bool penalties = false;
   std::vector<int32_t> prompt_start, prompt_tokens, output_start, output_tokens;
 };

@@ -1,6 +1,8 @@
 #include "engine/request_checks.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -47,6 +49,16 @@ std::string check_request(const Request& r, const RequestLimits& limits) {
                        s.grammar->vocab().vocab_size(), vocab);
   for (int32_t id : s.stop_token_ids)
     if (id < 0 || id >= vocab) return fmt::format("stop token id {} is outside the vocabulary [0, {})", id, vocab);
+  std::vector<int32_t> biased;
+  for (const auto& [token, bias] : s.logit_bias) {
+    if (token < 0 || token >= vocab)
+      return fmt::format("logit_bias token {} is outside the vocabulary [0, {})", token, vocab);
+    if (!std::isfinite(bias)) return fmt::format("logit_bias of token {} must be finite, got {}", token, bias);
+    biased.push_back(token);
+  }
+  std::sort(biased.begin(), biased.end());
+  if (auto twice = std::adjacent_find(biased.begin(), biased.end()); twice != biased.end())
+    return fmt::format("logit_bias names token {} twice", *twice);
   return {};
 }
 

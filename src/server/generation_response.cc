@@ -132,6 +132,10 @@ SamplingParams resolve_sampling(const ServerState& state, const GenerationOption
   if (sampling.min_tokens > sampling.max_tokens)
     throw_invalid("min_tokens", "'min_tokens' ({}) must not exceed max_tokens ({})", sampling.min_tokens,
                   sampling.max_tokens);
+  const int64_t vocab = state.engine().vocab_size();
+  for (const auto& [token, bias] : sampling.logit_bias)
+    if (token >= vocab)
+      throw_invalid("logit_bias", "logit_bias token {} is outside the vocabulary [0, {})", token, vocab);
   if (options.constraint) sampling.grammar = state.compile(*options.constraint);
   return sampling;
 }

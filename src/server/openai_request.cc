@@ -1,6 +1,9 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "core/json_util.h"
 #include "server/api_error.h"
@@ -48,6 +51,31 @@ void read_stop(const Fields& f, SamplingParams& s) {
   }
 }
 
+// {"token id": bias}: ids as decimal strings, biases clamped to [-100, 100] as OpenAI and vLLM do.
+void read_logit_bias(const Fields& f, SamplingParams& s) {
+  const Json* bias = f.get("logit_bias");
+  if (bias == nullptr) return;
+  const std::string name = f.name("logit_bias");
+  if (!bias->is_object())
+    throw_invalid(name, "'{}' must be an object of token ids to biases, got {}", name, describe_json(*bias));
+  for (const auto& [key, value] : bias->items()) {
+    int64_t token = -1;
+    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) token = std::stoll(key);
+    if (token < 0 || token > std::numeric_limits<int32_t>::max())
+      throw_invalid(name, "'{}' keys must be token ids (non-negative integers), got \"{}\"", name, key);
+    if (!value.is_number())
+      throw_invalid(name, "'{}' values must be numbers; token {} has {}", name, key, describe_json(value));
+    const float clamped = static_cast<float>(std::clamp(value.get<double>(), -100.0, 100.0));
+    s.logit_bias.emplace_back(static_cast<int32_t>(token), clamped);
+  }
+  std::vector<int32_t> tokens;  // "1" and "01" name one token
+  for (const auto& entry : s.logit_bias) tokens.push_back(entry.first);
+  std::sort(tokens.begin(), tokens.end());
+  if (auto twice = std::adjacent_find(tokens.begin(), tokens.end()); twice != tokens.end())
+    throw_invalid(name, "'{}' names token {} twice", name, *twice);
+}
+
 void read_sampling(const Fields& f, SamplingParams& s) {
   s.n = static_cast<int32_t>(f.integer("n", 1, kMaxN).value_or(1));
   read_float(f, "temperature", s.temperature, 0, 1e6, false, "[0, inf)");
@@ -67,10 +95,10 @@ void read_sampling(const Fields& f, SamplingParams& s) {
   s.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
   s.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
   read_stop(f, s);
+  read_logit_bias(f, s);
 }
 
 void reject_unsupported(const Fields& f) {
-  f.reject("logit_bias", "brisk does not bias logits");
   f.reject("use_beam_search", "brisk does not do beam search");
   f.reject("logits_processors", "brisk has no custom logits processors");
 }

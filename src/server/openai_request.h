@@ -1,7 +1,7 @@
 // Request bodies of the OpenAI-compatible API -> validated requests. Pure functions (no engine,
 // no tokenizer), so they are unit-tested and fuzzed on their own. Every problem throws ApiError
 // (400 naming the field) and nothing else: malformed JSON, wrong types, values out of range, and
-// fields brisk does not support that would change what the client gets (suffix, logit_bias,
+// fields brisk does not support that would change what the client gets (suffix, beam search,
 // ...). Unknown fields are ignored, as vLLM does, so clients that send extras keep working.
 // Structured output (response_format, guided_*, structured_outputs, a forced tool_choice) is
 // converted to a grammar here: output_constraint.h, tool_choice.h.

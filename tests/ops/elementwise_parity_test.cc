@@ -1,13 +1,15 @@
 // embedding, rms_norm and silu_mul: CUDA against the CPU reference on the same (rounded)
-// inputs (and feed_tokens and apply_token_bitmask, exact, at the end). The CPU writes f32 outputs where the op allows it, so each comparison sees the CUDA
-// op's own rounding only: |cuda - cpu| <= atol + rtol * |cpu| with rtol = one rounding of the
-// output dtype (bf16 1/128, f16 1/1024) and atol 1e-5.
+// inputs (and feed_tokens, apply_token_bitmask and logit_bias, exact, at the end). The CPU writes
+// f32 outputs where the op allows it, so each comparison sees the CUDA op's own rounding only:
+// |cuda - cpu| <= atol + rtol * |cpu| with rtol = one rounding of the output dtype (bf16 1/128,
+// f16 1/1024) and atol 1e-5.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "ops_test_util.h"
 
@@ -185,6 +187,40 @@ TEST(TokenBitmask, SharedMasksMaskTheSameLogitsAsTheCpu) {
   Tensor back = to_host(logits_d);
   for (int64_t i = 0; i < num_rows * vocab; ++i)
     ASSERT_EQ(back.data_as<float>()[i], logits[i]) << "row " << i / vocab << " column " << i % vocab;
+}
+
+// 300 biases over 40 of 200 strided rows of a 128256-token vocabulary, the CPU's exact sums.
+TEST(LogitBias, AddsTheSameValuesAsTheCpu) {
+  const int64_t num_rows = 200, vocab = 128256, stride = vocab + 16;
+  std::mt19937 rng(7);
+  std::vector<float> logits(num_rows * stride);
+  for (float& x : logits) x = std::uniform_real_distribution<float>(-4, 4)(rng);
+  std::vector<int32_t> rows, tokens;
+  std::vector<float> values;
+  for (int32_t r = 2; r < num_rows; r += 5) {
+    std::set<int32_t> seen;
+    while (seen.size() < 7 + r % 3) seen.insert(static_cast<int32_t>(rng() % vocab));
+    for (int32_t t : seen) {
+      rows.push_back(r);
+      tokens.push_back(t);
+      values.push_back(std::uniform_real_distribution<float>(-100, 100)(rng));
+    }
+  }
+  const auto n = static_cast<int64_t>(rows.size());
+  const std::array<int64_t, Shape::kMaxDims> strides{stride, 1};
+  TensorView rows_h(rows.data(), DType::kI32, {n}), tokens_h(tokens.data(), DType::kI32, {n});
+  TensorView values_h(values.data(), DType::kF32, {n});
+  Tensor logits_d = to_device(TensorView(logits.data(), DType::kF32, {num_rows, stride}));
+  Tensor rows_d = to_device(rows_h), tokens_d = to_device(tokens_h), values_d = to_device(values_h);
+  cpu_backend().logit_bias({.logits = TensorView(logits.data(), DType::kF32, {num_rows, vocab}, strides, Device::kCpu),
+                            .rows = rows_h, .tokens = tokens_h, .values = values_h});
+  cuda_backend().logit_bias({.logits = TensorView(logits_d.data_as<void>(), DType::kF32, {num_rows, vocab}, strides,
+                                                  Device::kCuda),
+                             .rows = rows_d, .tokens = tokens_d, .values = values_d});
+  Tensor back = to_host(logits_d);
+  for (int64_t i = 0; i < num_rows * stride; ++i)
+    ASSERT_EQ(back.data_as<float>()[i], logits[i]) << "row " << i / stride << " column " << i % stride;
+  EXPECT_GE(n, 300);
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, Elementwise, ::testing::Values(DType::kBF16, DType::kF16),

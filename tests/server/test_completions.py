@@ -94,6 +94,15 @@ def test_sampling_parameters_accepted(client):
     assert r.usage.completion_tokens == 4
 
 
+def test_logit_bias(client, hf_tokenizer):
+    """A bias of 100 on one token makes greedy decoding choose it every step, at a logprob near 0."""
+    token = hf_tokenizer.encode(" the", add_special_tokens=False).ids[0]
+    r = client.completions.create(model=MODEL_NAME, prompt="bias", max_tokens=5, temperature=0, logprobs=1,
+                                  logit_bias={str(token): 100}, extra_body=EOS_OFF)
+    assert r.choices[0].logprobs.tokens == [hf_tokenizer.decode([token])] * 5
+    assert all(lp > -1e-3 for lp in r.choices[0].logprobs.token_logprobs)
+
+
 def test_greedy_is_deterministic(client):
     kwargs = dict(model=MODEL_NAME, prompt="greedy", max_tokens=10, temperature=0, extra_body=EOS_OFF)
     assert client.completions.create(**kwargs).choices[0].text == client.completions.create(**kwargs).choices[0].text

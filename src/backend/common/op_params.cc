@@ -335,6 +335,18 @@ void check_op_params(const FeedTokensParams& p, Device device) {
   check_index_vector(kOp, "src", p.src, p.dst.size(0), device);
 }
 
+void check_op_params(const LogitBiasParams& p, Device device) {
+  constexpr std::string_view kOp = "logit_bias";
+  check_view(kOp, "logits", p.logits, 2, Layout::kStridedRows, device);
+  check_dtype(kOp, "logits", p.logits, DType::kF32);
+  check_index_vector(kOp, "rows", p.rows, p.rows.size(0), device);
+  check_index_vector(kOp, "tokens", p.tokens, p.rows.size(0), device);
+  check_view(kOp, "values", p.values, 1, Layout::kContiguous, device);
+  check_dtype(kOp, "values", p.values, DType::kF32);
+  BRISK_CHECK(p.values.size(0) == p.rows.size(0), "logit_bias: values is {} but rows is {}: counts differ",
+              p.values.describe(), p.rows.describe());
+}
+
 void check_op_params(const TokenBitmaskParams& p, Device device) {
   constexpr std::string_view kOp = "apply_token_bitmask";
   check_view(kOp, "logits", p.logits, 2, Layout::kStridedRows, device);

@@ -28,5 +28,6 @@ void check_op_params(const TopLogprobsParams& p, Device device);
 void check_op_params(const TokenLogprobsParams& p, Device device);
 void check_op_params(const FeedTokensParams& p, Device device);
 void check_op_params(const TokenBitmaskParams& p, Device device);
+void check_op_params(const LogitBiasParams& p, Device device);
 
 }  // namespace brisk

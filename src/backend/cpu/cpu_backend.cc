@@ -19,6 +19,7 @@ void CpuBackend::top_logprobs(const TopLogprobsParams& p) { cpu::top_logprobs(p)
 void CpuBackend::token_logprobs(const TokenLogprobsParams& p) { cpu::token_logprobs(p); }
 void CpuBackend::feed_tokens(const FeedTokensParams& p) { cpu::feed_tokens(p); }
 void CpuBackend::apply_token_bitmask(const TokenBitmaskParams& p) { cpu::apply_token_bitmask(p); }
+void CpuBackend::logit_bias(const LogitBiasParams& p) { cpu::logit_bias(p); }
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 

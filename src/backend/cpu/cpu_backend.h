@@ -39,6 +39,7 @@ class CpuBackend final : public Backend {
   void token_logprobs(const TokenLogprobsParams& p) override;
   void feed_tokens(const FeedTokensParams& p) override;
   void apply_token_bitmask(const TokenBitmaskParams& p) override;
+  void logit_bias(const LogitBiasParams& p) override;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -31,6 +31,7 @@ void top_logprobs(const TopLogprobsParams& p);
 void token_logprobs(const TokenLogprobsParams& p);
 void feed_tokens(const FeedTokensParams& p);
 void apply_token_bitmask(const TokenBitmaskParams& p);
+void logit_bias(const LogitBiasParams& p);
 
 // The uniform number in [0, 1) that sample() draws for (seed, step); the exact recipe is
 // documented at its definition (sample.cc) because the CUDA sampler must reproduce it.

@@ -136,6 +136,7 @@ void CudaBackend::top_logprobs(const TopLogprobsParams& p) { cuda::top_logprobs(
 void CudaBackend::token_logprobs(const TokenLogprobsParams& p) { cuda::token_logprobs(context_, p); }
 void CudaBackend::feed_tokens(const FeedTokensParams& p) { cuda::feed_tokens(context_, p); }
 void CudaBackend::apply_token_bitmask(const TokenBitmaskParams& p) { cuda::apply_token_bitmask(context_, p); }
+void CudaBackend::logit_bias(const LogitBiasParams& p) { cuda::logit_bias(context_, p); }
 
 std::unique_ptr<RecordedGraph> CudaBackend::record_graph(const std::function<void()>& ops) {
   return cuda::CudaGraph::record(stream(), allocator_, ops);

@@ -175,6 +175,37 @@ TEST(Engine, BadRequestsFailAloneWithClearErrors) {
   EXPECT_EQ(testing::collect(*good).tokens, golden_cases()[0].greedy);
 }
 
+// logit_bias: +100 on one token makes greedy decoding pick it every step, with a logprob near 0
+// (reported of the biased distribution); -100 on the golden first token makes it pick another;
+// a request biasing another token at the same time keeps its own output (biases are per row).
+TEST(Engine, LogitBiasSteersOnlyItsRequest) {
+  auto engine = Engine::create(options_with(256, 2048, true));
+  auto c = golden_cases()[0];
+  const int32_t favoured = c.greedy[0] == 7 ? 8 : 7;
+  GenerationRequest pushed = greedy(c.prompt, 6);
+  pushed.sampling.logit_bias = {{favoured, 100.0f}};
+  pushed.sampling.logprobs = true;
+  GenerationRequest banned = greedy(c.prompt, 6);
+  banned.sampling.logit_bias = {{c.greedy[0], -100.0f}};
+  auto pushed_stream = engine->submit(pushed);
+  auto banned_stream = engine->submit(banned);
+  auto plain_stream = engine->submit(greedy(c.prompt, 6));
+  const auto pushed_out = testing::collect(*pushed_stream), banned_out = testing::collect(*banned_stream);
+  EXPECT_EQ(pushed_out.tokens, std::vector<int32_t>(6, favoured));
+  ASSERT_EQ(pushed_out.logprobs.size(), 6u);
+  for (float lp : pushed_out.logprobs) EXPECT_GT(lp, -1e-3f);
+  ASSERT_FALSE(banned_out.tokens.empty());
+  EXPECT_NE(banned_out.tokens[0], c.greedy[0]);
+  EXPECT_EQ(testing::collect(*plain_stream).tokens, std::vector<int32_t>(c.greedy.begin(), c.greedy.begin() + 6));
+
+  GenerationRequest bad = greedy(c.prompt, 4);
+  bad.sampling.logit_bias = {{100000, 1.0f}};
+  EXPECT_NE(testing::run_request(*engine, bad).error.find("logit_bias token 100000 is outside the vocabulary"),
+            std::string::npos);
+  bad.sampling.logit_bias = {{3, 1.0f}, {3, 2.0f}};
+  EXPECT_NE(testing::run_request(*engine, bad).error.find("logit_bias names token 3 twice"), std::string::npos);
+}
+
 TEST(Engine, StopTokensMinTokensAndEos) {
   auto engine = Engine::create(options_with(256, 2048, true));
   auto c = golden_cases()[0];

@@ -64,6 +64,14 @@ TEST(OpenAiRequest, NullMeansNotGiven) {
   EXPECT_FALSE(r.options.sampling.seed);
 }
 
+// Token ids as decimal strings, biases clamped to [-100, 100] (OpenAI's and vLLM's range).
+TEST(OpenAiRequest, LogitBias) {
+  CompletionRequest r = parse_completion_request(R"({"prompt": "x", "logit_bias": {"5": 2.5, "12": -300, "0": 101}})");
+  EXPECT_EQ(r.options.sampling.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{5, 2.5f}, {12, -100.0f}, {0, 100.0f}}));
+  EXPECT_TRUE(parse_completion_request(R"({"prompt": "x", "logit_bias": {}})").options.sampling.logit_bias.empty());
+}
+
 struct BadCase {
   const char* name;  // the test's name
   const char* body;
@@ -96,9 +104,18 @@ INSTANTIATE_TEST_SUITE_P(
                               "[0, inf)"},
                       BadCase{"fractional_seed", R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})",
                               "seed", "integer"},
-                      BadCase{"logit_bias",
-                              R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 2}})",
-                              "logit_bias", "not supported"},
+                      BadCase{"logit_bias_not_an_object",
+                              R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": [1, 2]})",
+                              "logit_bias", "object of token ids"},
+                      BadCase{"logit_bias_key",
+                              R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"-1": 2}})",
+                              "logit_bias", "keys must be token ids"},
+                      BadCase{"logit_bias_value",
+                              R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": "2"}})",
+                              "logit_bias", "values must be numbers"},
+                      BadCase{"logit_bias_twice",
+                              R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"7": 1, "007": 2}})",
+                              "logit_bias", "names token 7 twice"},
                       BadCase{"tool_call_id_not_a_string",
                               R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 3}]})",
                               "messages[0].tool_call_id", "string"}),

@@ -124,6 +124,15 @@ __global__ void apply_token_bitmask_kernel(TokenBitmaskArgs a) {
   if (((bits >> (v % 32)) & 1u) == 0) a.logits[a.rows[blockIdx.y] * a.logits_stride + v] = -INFINITY;
 }
 
+// One thread per pair; the pairs name distinct logits, so no two threads add to one.
+__global__ void logit_bias_kernel(LogitBiasArgs a) {
+  const int64_t j = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (j >= a.num_biases) return;
+  const int32_t row = a.rows[j], token = a.tokens[j];
+  if (row >= 0 && row < a.num_seqs && token >= 0 && token < a.vocab)
+    a.logits[row * a.logits_stride + token] += a.values[j];
+}
+
 __global__ void bias_kernel(BiasArgs a) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t item = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -163,6 +172,12 @@ void launch_silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
 void launch_feed_tokens(const FeedTokensArgs& a, cudaStream_t stream) {
   if (a.num_pairs == 0) return;
   feed_tokens_kernel<<<grid_for(a.num_pairs), kThreads, 0, stream>>>(a);
+  BRISK_CUDA_CHECK_LAUNCH();
+}
+
+void launch_logit_bias(const LogitBiasArgs& a, cudaStream_t stream) {
+  if (a.num_biases == 0) return;
+  logit_bias_kernel<<<grid_for(a.num_biases), kThreads, 0, stream>>>(a);
   BRISK_CUDA_CHECK_LAUNCH();
 }
 

@@ -182,6 +182,20 @@ struct TokenBitmaskArgs {
 };
 void launch_apply_token_bitmask(const TokenBitmaskArgs& a, cudaStream_t stream);
 
+// logits[rows[j] * logits_stride + tokens[j]] += values[j] (LogitBiasParams); pairs whose row or
+// token is out of range are skipped (the CPU refuses them).
+struct LogitBiasArgs {
+  float* logits = nullptr;
+  int64_t logits_stride = 0;  // elements between rows
+  int64_t num_seqs = 0;
+  int64_t vocab = 0;
+  const int32_t* rows = nullptr;    // [num_biases]
+  const int32_t* tokens = nullptr;  // [num_biases]
+  const float* values = nullptr;    // [num_biases]
+  int64_t num_biases = 0;
+};
+void launch_logit_bias(const LogitBiasArgs& a, cudaStream_t stream);
+
 // y[m, n] = (accumulate ? y[m, n] : 0) + bias[n]; bias may be null (then y = 0 or unchanged).
 struct BiasArgs {
   void* y = nullptr;

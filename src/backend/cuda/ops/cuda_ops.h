@@ -60,5 +60,6 @@ void top_logprobs(const OpContext& ctx, const TopLogprobsParams& p);
 void token_logprobs(const OpContext& ctx, const TokenLogprobsParams& p);
 void feed_tokens(const OpContext& ctx, const FeedTokensParams& p);
 void apply_token_bitmask(const OpContext& ctx, const TokenBitmaskParams& p);
+void logit_bias(const OpContext& ctx, const LogitBiasParams& p);
 
 }  // namespace brisk::cuda
