@@ -1,5 +1,4 @@
-// apply_token_bitmask: the tokens a grammar does not allow get a logit of -inf; logit_bias: additions to
-// single logits (OpenAI's logit_bias).
+// apply_token_bitmask: the tokens a grammar does not allow get a logit of -inf.
 #include "backend/common/op_params.h"
 #include "backend/cuda/kernels/launch.h"
 #include "backend/cuda/ops/cuda_ops.h"
@@ -21,20 +20,6 @@ void apply_token_bitmask(const OpContext& ctx, const TokenBitmaskParams& p) {
   a.num_masks = p.bitmask.size(0);
   a.num_masked = p.rows.size(0);
   launch_apply_token_bitmask(a, ctx.stream);
-}
-
-void logit_bias(const OpContext& ctx, const LogitBiasParams& p) {
-  check_op_params(p, Device::kCuda);
-  LogitBiasArgs a;
-  a.logits = p.logits.data_as<float>();
-  a.logits_stride = p.logits.stride(0);
-  a.num_seqs = p.logits.size(0);
-  a.vocab = p.logits.size(1);
-  a.rows = p.rows.data_as<const int32_t>();
-  a.tokens = p.tokens.data_as<const int32_t>();
-  a.values = p.values.data_as<const float>();
-  a.num_biases = p.rows.size(0);
-  launch_logit_bias(a, ctx.stream);
 }
 
 }  // namespace brisk::cuda
