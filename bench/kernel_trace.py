@@ -157,8 +157,9 @@ def main():
     eager = sorted((k for k in kernels if not k.graph), key=lambda k: k.start)
     steps = [step for step in eager_steps(eager, args.step_kernel) if len(step) >= args.min_step_kernels]
     if steps:
+        table = graph_table(steps, args.top, by_name=True, unit="step")
         print(f"eager steps of {args.min_step_kernels} kernels or more (mixed and prefill steps, ending at "
-              f"{args.step_kernel}), by kernel name: " + "\n".join(graph_table(steps, args.top, by_name=True, unit="step")))
+              f"{args.step_kernel}), by kernel name: " + "\n".join(table))
         print()
     print_totals("kernels outside graphs", eager, args.top)
     print_totals("all kernels", kernels, args.top)
