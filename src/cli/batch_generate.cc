@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 
 #include "cli/prompt_input.h"
 #include "core/error.h"
+#include "core/json_util.h"
 
 namespace brisk::cli {
 namespace {
@@ -26,6 +29,21 @@ void read_field(const nlohmann::json& j, const char* key, T& out, const std::str
     out = j[key].get<T>();
   } catch (const nlohmann::json::exception&) {
     throw_error(ErrorCode::kInvalidArgument, "{}: field '{}' has the wrong type ({})", where, key, j[key].dump());
+  }
+}
+
+// OpenAI's logit_bias, {"token id": bias}, with the biases clamped to [-100, 100] as the server
+// clamps them; the engine refuses tokens outside the vocabulary or named twice.
+void read_logit_bias(const nlohmann::json& j, SamplingParams& s, const std::string& where) {
+  if (!j.contains("logit_bias") || j["logit_bias"].is_null()) return;
+  const nlohmann::json& bias = j["logit_bias"];
+  BRISK_CHECK(bias.is_object(), "{}: field 'logit_bias' must be an object of token ids to biases, got {}", where,
+              describe_json(bias));
+  for (const auto& [key, value] : bias.items()) {
+    const std::optional<int32_t> token = token_id_key(key);
+    BRISK_CHECK(token && value.is_number(), "{}: field 'logit_bias' maps token ids to numbers, got \"{}\": {}", where,
+                key, describe_json(value));
+    s.logit_bias.emplace_back(*token, static_cast<float>(std::clamp(value.get<double>(), -100.0, 100.0)));
   }
 }
 
@@ -56,6 +74,10 @@ GenerationRequest parse_line(const std::string& text, const std::string& where, 
   read_field(j, "top_p", s.top_p, where);
   read_field(j, "top_k", s.top_k, where);
   read_field(j, "min_p", s.min_p, where);
+  read_field(j, "repetition_penalty", s.repetition_penalty, where);
+  read_field(j, "frequency_penalty", s.frequency_penalty, where);
+  read_field(j, "presence_penalty", s.presence_penalty, where);
+  read_logit_bias(j, s, where);
   if (j.contains("seed") && !j["seed"].is_null()) {
     uint64_t seed = 0;
     read_field(j, "seed", seed, where);

@@ -84,8 +84,8 @@ Runner add_generate_command(CLI::App& app) {
   add_engine_options(cmd, args->engine);
   add_prompt_options(cmd, args->prompt);
   auto* input = cmd->add_option("--input", args->input,
-                                "JSONL file of requests ({\"prompt\": ...} or {\"prompt_ids\": [...]} per line), "
-                                "all run at once");
+                                "JSONL file of requests ({\"prompt\": ...} or {\"prompt_ids\": [...]} per line, "
+                                "with OpenAI's sampling fields), all run at once");
   cmd->add_option("--output", args->output, "JSONL results in input order (with --input)")->needs(input);
   input->excludes("--prompt-ids")->excludes("--prompt")->excludes("--chat");
   add_sampling_options(cmd, args->sampling);

@@ -29,4 +29,11 @@ std::optional<int64_t> json_int64(const nlohmann::json& value) {
   return std::nullopt;
 }
 
+std::optional<int32_t> token_id_key(const std::string& key) {
+  if (key.empty() || key.size() > 10 || key.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int64_t id = std::stoll(key);
+  if (id > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  return static_cast<int32_t>(id);
+}
+
 }  // namespace brisk

@@ -16,4 +16,8 @@ std::string describe_json(const nlohmann::json& value);
 // The value as int64 when it is a JSON integer that fits; nullopt for floats, strings, others.
 std::optional<int64_t> json_int64(const nlohmann::json& value);
 
+// An object key that names a token id (OpenAI's logit_bias): a non-negative decimal integer that
+// fits int32 ("42", also "042"); nullopt for anything else.
+std::optional<int32_t> token_id_key(const std::string& key);
+
 }  // namespace brisk

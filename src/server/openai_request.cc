@@ -59,15 +59,12 @@ void read_logit_bias(const Fields& f, SamplingParams& s) {
   if (!bias->is_object())
     throw_invalid(name, "'{}' must be an object of token ids to biases, got {}", name, describe_json(*bias));
   for (const auto& [key, value] : bias->items()) {
-    int64_t token = -1;
-    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
-    if (digits) token = std::stoll(key);
-    if (token < 0 || token > std::numeric_limits<int32_t>::max())
-      throw_invalid(name, "'{}' keys must be token ids (non-negative integers), got \"{}\"", name, key);
+    const std::optional<int32_t> token = token_id_key(key);
+    if (!token) throw_invalid(name, "'{}' keys must be token ids (non-negative integers), got \"{}\"", name, key);
     if (!value.is_number())
       throw_invalid(name, "'{}' values must be numbers; token {} has {}", name, key, describe_json(value));
     const float clamped = static_cast<float>(std::clamp(value.get<double>(), -100.0, 100.0));
-    s.logit_bias.emplace_back(static_cast<int32_t>(token), clamped);
+    s.logit_bias.emplace_back(*token, clamped);
   }
   std::vector<int32_t> tokens;  // "1" and "01" name one token
   for (const auto& entry : s.logit_bias) tokens.push_back(entry.first);

@@ -352,6 +352,38 @@ TEST(CliBatch, InputFileRunsAllRequestsAndKeepsOrder) {
   }
 }
 
+// logit_bias and the penalties reach the engine: +100 forces a token, -100 bans the golden first
+// one, and a repetition_penalty the engine refuses fails that line alone.
+TEST(CliBatch, SamplingFieldsReachTheEngine) {
+  auto g = goldens();
+  const int32_t first = g["greedy"][0][0].get<int32_t>();
+  fs::path dir = testing::make_temp_dir("brisk-batch-sampling");
+  const nlohmann::json base = {{"prompt_ids", g["prompts"][0]}, {"max_tokens", 4}, {"ignore_eos", true},
+                               {"temperature", 0}};
+  nlohmann::json forced = base, banned = base, refused = base;
+  forced["logit_bias"] = {{"7", 100}};
+  banned["logit_bias"] = {{std::to_string(first), -100}};
+  banned["presence_penalty"] = 0.5;
+  banned["frequency_penalty"] = 0.5;
+  refused["repetition_penalty"] = 0;
+  testing::write_file(dir / "in.jsonl", forced.dump() + "\n" + banned.dump() + "\n" + refused.dump() + "\n");
+  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
+                          " --output " + (dir / "out.jsonl").string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;  // the refused line
+  std::istringstream results(testing::read_file(dir / "out.jsonl"));
+  std::string line;
+  ASSERT_TRUE(std::getline(results, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["token_ids"].get<std::vector<int32_t>>(), std::vector<int32_t>(4, 7));
+  ASSERT_TRUE(std::getline(results, line));
+  const auto tokens = nlohmann::json::parse(line)["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(tokens.size(), 4u);
+  EXPECT_NE(tokens[0], first);
+  ASSERT_TRUE(std::getline(results, line));
+  const auto result = nlohmann::json::parse(line);
+  EXPECT_EQ(result["finish_reason"], "error");
+  EXPECT_NE(result["error"].get<std::string>().find("repetition_penalty"), std::string::npos) << line;
+}
+
 TEST(CliBatch, BadLinesAreNamed) {
   fs::path dir = testing::make_temp_dir("brisk-batch-bad");
   testing::write_file(dir / "in.jsonl", "{\"prompt_ids\": [1, 2]}\n{\"prompt_ids\": \"nope\"}\n");
@@ -359,6 +391,12 @@ TEST(CliBatch, BadLinesAreNamed) {
                           " --output " + (dir / "out.jsonl").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("in.jsonl line 2: field 'prompt_ids' has the wrong type"), std::string::npos) << r.out;
+  testing::write_file(dir / "in.jsonl", "{\"prompt_ids\": [1, 2], \"logit_bias\": {\"x\": 1}}\n");
+  r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
+                " --output " + (dir / "out.jsonl").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("in.jsonl line 1: field 'logit_bias' maps token ids to numbers, got \"x\""), std::string::npos)
+      << r.out;
 }
 
 }  // namespace
