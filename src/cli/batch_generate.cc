@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -32,8 +31,8 @@ void read_field(const nlohmann::json& j, const char* key, T& out, const std::str
   }
 }
 
-// OpenAI's logit_bias, {"token id": bias}, with the biases clamped to [-100, 100] as the server
-// clamps them; the engine refuses tokens outside the vocabulary or named twice.
+// OpenAI's logit_bias, {"token id": bias} (logit_bias_value clamps the biases); the engine refuses
+// tokens outside the vocabulary or named twice.
 void read_logit_bias(const nlohmann::json& j, SamplingParams& s, const std::string& where) {
   if (!j.contains("logit_bias") || j["logit_bias"].is_null()) return;
   const nlohmann::json& bias = j["logit_bias"];
@@ -43,7 +42,7 @@ void read_logit_bias(const nlohmann::json& j, SamplingParams& s, const std::stri
     const std::optional<int32_t> token = token_id_key(key);
     BRISK_CHECK(token && value.is_number(), "{}: field 'logit_bias' maps token ids to numbers, got \"{}\": {}", where,
                 key, describe_json(value));
-    s.logit_bias.emplace_back(*token, static_cast<float>(std::clamp(value.get<double>(), -100.0, 100.0)));
+    s.logit_bias.emplace_back(*token, logit_bias_value(value));
   }
 }
 

@@ -36,4 +36,8 @@ std::optional<int32_t> token_id_key(const std::string& key) {
   return static_cast<int32_t>(id);
 }
 
+float logit_bias_value(const nlohmann::json& number) {
+  return static_cast<float>(std::clamp(number.get<double>(), -100.0, 100.0));
+}
+
 }  // namespace brisk

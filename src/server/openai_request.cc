@@ -63,8 +63,7 @@ void read_logit_bias(const Fields& f, SamplingParams& s) {
     if (!token) throw_invalid(name, "'{}' keys must be token ids (non-negative integers), got \"{}\"", name, key);
     if (!value.is_number())
       throw_invalid(name, "'{}' values must be numbers; token {} has {}", name, key, describe_json(value));
-    const float clamped = static_cast<float>(std::clamp(value.get<double>(), -100.0, 100.0));
-    s.logit_bias.emplace_back(*token, clamped);
+    s.logit_bias.emplace_back(*token, logit_bias_value(value));
   }
   std::vector<int32_t> tokens;  // "1" and "01" name one token
   for (const auto& entry : s.logit_bias) tokens.push_back(entry.first);

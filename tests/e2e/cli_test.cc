@@ -325,6 +325,12 @@ TEST(CliText, TextPromptWithoutTokenizerIsAClearError) {
 namespace brisk {
 namespace {
 
+// `brisk generate --input dir/in.jsonl --output dir/out.jsonl` on the test model.
+RunResult run_batch(const fs::path& dir) {
+  return run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
+                   " --output " + (dir / "out.jsonl").string());
+}
+
 TEST(CliBatch, InputFileRunsAllRequestsAndKeepsOrder) {
   auto g = goldens();
   fs::path dir = testing::make_temp_dir("brisk-batch");
@@ -335,8 +341,7 @@ TEST(CliBatch, InputFileRunsAllRequestsAndKeepsOrder) {
     lines += line.dump() + "\n";
   }
   testing::write_file(dir / "in.jsonl", lines + "\n");
-  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
-                          " --output " + (dir / "out.jsonl").string());
+  RunResult r = run_batch(dir);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::istringstream results(testing::read_file(dir / "out.jsonl"));
   std::string line;
@@ -367,8 +372,7 @@ TEST(CliBatch, SamplingFieldsReachTheEngine) {
   banned["frequency_penalty"] = 0.5;
   refused["repetition_penalty"] = 0;
   testing::write_file(dir / "in.jsonl", forced.dump() + "\n" + banned.dump() + "\n" + refused.dump() + "\n");
-  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
-                          " --output " + (dir / "out.jsonl").string());
+  RunResult r = run_batch(dir);
   EXPECT_EQ(r.exit_code, 1) << r.out;  // the refused line
   std::istringstream results(testing::read_file(dir / "out.jsonl"));
   std::string line;
@@ -387,13 +391,11 @@ TEST(CliBatch, SamplingFieldsReachTheEngine) {
 TEST(CliBatch, BadLinesAreNamed) {
   fs::path dir = testing::make_temp_dir("brisk-batch-bad");
   testing::write_file(dir / "in.jsonl", "{\"prompt_ids\": [1, 2]}\n{\"prompt_ids\": \"nope\"}\n");
-  RunResult r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
-                          " --output " + (dir / "out.jsonl").string());
+  RunResult r = run_batch(dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("in.jsonl line 2: field 'prompt_ids' has the wrong type"), std::string::npos) << r.out;
   testing::write_file(dir / "in.jsonl", "{\"prompt_ids\": [1, 2], \"logit_bias\": {\"x\": 1}}\n");
-  r = run_brisk("generate --model " + model_dir(kModel).string() + " --input " + (dir / "in.jsonl").string() +
-                " --output " + (dir / "out.jsonl").string());
+  r = run_batch(dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("in.jsonl line 1: field 'logit_bias' maps token ids to numbers, got \"x\""), std::string::npos)
       << r.out;
