@@ -1,6 +1,6 @@
 // Small-M gemm (decode steps): y = x w^T (+ bias) for M <= kGemvMaxM rows of 16-bit x and w of
 // the same dtype. Bandwidth-bound: every weight byte is read once with 16-byte streaming loads,
-// four k-steps in flight per warp; x (a few KB) is served from L1. Each warp owns kCols output
+// four k-steps a loop trip; x (a few KB) is served from L1. Each warp owns kCols output
 // columns (rows of w) for all M rows, accumulating in fp32; a warp reduction ends the dot
 // products and y is rounded once. It matches cuBLASLt at M = 1 (docs/perf/gemm.md) and, unlike
 // it, can be launched as a programmatic dependent inside decode graphs.
@@ -64,8 +64,9 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvArgs a) {
   const uint16_t* w_rows[kCols];
 #pragma unroll
   for (int c = 0; c < kCols; ++c) w_rows[c] = w + min(n0 + c, a.n - 1) * a.w_stride;  // clamp: no branch in the loop
-  // kSteps k-steps of loads in flight per warp (64 KB per SM at 16 warps), then the tail one
-  // step at a time.
+  // kSteps k-steps of loads a trip, then the tail one step at a time. ptxas moves each load
+  // down beside the FMAs of the step before it: 2-3 loads a lane in flight, not kSteps x kCols
+  // (docs/perf/low_batch_decode.md, "What the SASS shows").
   int64_t k = int64_t{lane} * 8;
   for (; k + (kSteps - 1) * kKStep < a.k; k += kSteps * kKStep) {
     uint4 wv[kSteps][kCols];

@@ -10,7 +10,9 @@
 // fresh accumulator that is then added in fp32 (the tensor cores keep FP8 sums to fewer bits,
 // as fp8_wgmma.cu says), scaled by its x and weight scales first when they are block-wise; the
 // warps' sums meet in shared memory. Programmatic dependent launch: the first round of weights
-// is requested before the kernel ahead (the activation quantization) finishes.
+// is written before pdl_wait, but ptxas puts the wait above these read-only loads, so they are
+// requested once the kernel ahead (the activation quantization) has finished
+// (docs/perf/low_batch_decode.md, "What the SASS shows").
 #include <cstdint>
 
 #include "backend/cuda/kernels/float_io.cuh"
